@@ -1,0 +1,96 @@
+// canopy/core/context.hpp — the backend, the stream and the memory a piece of work runs with.
+//
+// One runtime API over two backends, chosen at run time:
+//   - cuda: kernels on a CUDA stream, temporary memory from a cudaMallocAsync pool;
+//   - host: parallel loops with oneTBB, temporary memory from a caching host pool.
+// Choice order: an explicit request (e.g. an app's --backend flag), then the environment variable
+// CANOPY_BACKEND=host|cuda|auto, then auto (CUDA when a usable device is present, else host).
+// Asking for CUDA where it is unusable throws canopy::error saying why; it never falls back.
+#pragma once
+
+#include <canopy/core/config.hpp>
+#include <canopy/core/error.hpp>
+#include <canopy/core/memory_resource.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace canopy {
+
+enum class backend : std::uint8_t { host, cuda };
+
+//! "host" or "cuda".
+const char* to_string(backend b) noexcept;
+
+//! What a caller asks for. `automatic` picks CUDA when usable, else host.
+enum class backend_request : std::uint8_t { automatic, host, cuda };
+
+//! Parses "auto", "host" or "cuda"; anything else throws invalid_argument naming `argument`.
+backend_request parse_backend_request(std::string_view text, const char* argument = "backend");
+
+//! True when this build has the CUDA backend and a device can be used. Otherwise false, and
+//! `why` (if given) receives the reason.
+bool cuda_usable(std::string* why = nullptr);
+
+//! Resolves a request to a backend. `explicit_request` (a flag) wins over CANOPY_BACKEND.
+//! A request for CUDA that cannot be met throws canopy::error with the reason.
+backend resolve_backend(std::optional<backend_request> explicit_request = std::nullopt);
+
+//! Facts about the device a context runs on (the host's, for the host backend).
+struct device_info {
+  std::string name;                        //!< "NVIDIA H100 80GB HBM3", or the host CPU description
+  int ordinal = -1;                        //!< CUDA device ordinal; -1 on the host backend
+  int compute_capability_major = 0;
+  int compute_capability_minor = 0;
+  int multiprocessors = 0;                 //!< SMs, or hardware threads TBB uses on the host
+  std::size_t global_memory_bytes = 0;
+  std::size_t l2_cache_bytes = 0;
+  std::size_t shared_memory_per_block_optin = 0;
+  std::size_t shared_memory_per_multiprocessor = 0;
+  int max_threads_per_multiprocessor = 0;
+};
+
+//! Options for a context. Null members mean "the context makes its own".
+struct context_options {
+  std::optional<backend_request> request;  //!< overrides CANOPY_BACKEND when set
+  int device = 0;                          //!< CUDA device ordinal
+  stream_t stream = nullptr;               //!< an external stream the context uses and does not own
+  memory_resource* resource = nullptr;     //!< an external resource; must outlive the context
+};
+
+//! Carries the backend, CUDA stream and memory resource. Non-copyable; buffers made from a
+//! context keep a pointer to its resource, so the context must outlive them.
+class context {
+ public:
+  explicit context(const context_options& options = {});
+  //! Shorthand for a context on a given backend request.
+  explicit context(backend_request request);
+  ~context();
+  context(const context&) = delete;
+  context& operator=(const context&) = delete;
+
+  backend backend_kind() const noexcept { return backend_; }
+  bool is_cuda() const noexcept { return backend_ == backend::cuda; }
+  //! The memory space of this backend's working buffers: device for cuda, host for host.
+  memory_space space() const noexcept { return is_cuda() ? memory_space::device : memory_space::host; }
+  //! The stream all work is ordered on (null on the host backend).
+  stream_t stream() const noexcept { return stream_; }
+  memory_resource& resource() noexcept { return *resource_; }
+  const device_info& device() const noexcept { return device_; }
+  //! One line: backend, device name and key properties.
+  std::string description() const;
+  //! Waits until all work on the context's stream is done (no-op on the host).
+  void synchronize() const;
+
+ private:
+  backend backend_ = backend::host;
+  stream_t stream_ = nullptr;
+  bool owns_stream_ = false;
+  memory_resource* resource_ = nullptr;
+  std::unique_ptr<memory_resource> owned_resource_;
+  device_info device_;
+};
+
+}  // namespace canopy

@@ -1,0 +1,189 @@
+#include <canopy/core/buffer.hpp>
+#include <canopy/core/context.hpp>
+
+#include <tbb/info.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace canopy {
+
+const char* to_string(backend b) noexcept { return b == backend::cuda ? "cuda" : "host"; }
+
+backend_request parse_backend_request(std::string_view text, const char* argument) {
+  if (text == "auto") return backend_request::automatic;
+  if (text == "host") return backend_request::host;
+  if (text == "cuda") return backend_request::cuda;
+  detail::throw_invalid_argument("canopy::parse_backend_request", argument,
+                                 "'" + std::string(text) + "' is not one of auto, host, cuda");
+}
+
+bool cuda_usable(std::string* why) {
+#if CANOPY_HAS_CUDA
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    if (why) *why = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorName(status) + " (" +
+                    cudaGetErrorString(status) + ")";
+    cudaGetLastError();  // clear the sticky-free error so later calls see a clean state
+    return false;
+  }
+  if (count == 0) {
+    if (why) *why = "no CUDA device is present";
+    return false;
+  }
+  return true;
+#else
+  if (why) *why = "this build of canopy has no CUDA backend (configured without nvcc)";
+  return false;
+#endif
+}
+
+backend resolve_backend(std::optional<backend_request> explicit_request) {
+  backend_request request = backend_request::automatic;
+  const char* source = "automatic choice";
+  if (explicit_request) {
+    request = *explicit_request;
+    source = "the caller";
+  } else if (const char* env = std::getenv("CANOPY_BACKEND"); env && *env) {
+    request = parse_backend_request(env, "CANOPY_BACKEND");
+    source = "CANOPY_BACKEND";
+  }
+  std::string why;
+  switch (request) {
+    case backend_request::host: return backend::host;
+    case backend_request::cuda:
+      if (!cuda_usable(&why)) throw error(std::string("canopy: CUDA backend requested by ") + source + " but unusable: " + why);
+      return backend::cuda;
+    case backend_request::automatic: break;
+  }
+  return cuda_usable() ? backend::cuda : backend::host;
+}
+
+namespace {
+std::string host_cpu_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "host CPU";
+}
+}  // namespace
+
+context::context(backend_request request) : context(context_options{request}) {}
+
+context::context(const context_options& options) {
+  backend_ = resolve_backend(options.request);
+  if (backend_ == backend::host) {
+    device_.name = host_cpu_name();
+    device_.multiprocessors = tbb::info::default_concurrency();
+    if (options.resource) {
+      require(options.resource->space() == memory_space::host, "canopy::context", "options.resource",
+              "the host backend needs a host memory resource");
+      resource_ = options.resource;
+    } else {
+      owned_resource_ = std::make_unique<host_pool_resource>();
+      resource_ = owned_resource_.get();
+    }
+    return;
+  }
+#if CANOPY_HAS_CUDA
+  int count = 0;
+  CANOPY_CUDA_CHECK(cudaGetDeviceCount(&count));
+  require(options.device >= 0 && options.device < count, "canopy::context", "options.device",
+          "device " + std::to_string(options.device) + " does not exist (" + std::to_string(count) + " present)");
+  CANOPY_CUDA_CHECK(cudaSetDevice(options.device));
+  cudaDeviceProp prop{};
+  CANOPY_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
+  device_.name = prop.name;
+  device_.ordinal = options.device;
+  device_.compute_capability_major = prop.major;
+  device_.compute_capability_minor = prop.minor;
+  device_.multiprocessors = prop.multiProcessorCount;
+  device_.global_memory_bytes = prop.totalGlobalMem;
+  device_.l2_cache_bytes = prop.l2CacheSize;
+  device_.shared_memory_per_block_optin = prop.sharedMemPerBlockOptin;
+  device_.shared_memory_per_multiprocessor = prop.sharedMemPerMultiprocessor;
+  device_.max_threads_per_multiprocessor = prop.maxThreadsPerMultiProcessor;
+  if (options.stream) {
+    stream_ = options.stream;
+  } else {
+    CANOPY_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    owns_stream_ = true;
+  }
+  if (options.resource) {
+    require(options.resource->space() == memory_space::device, "canopy::context", "options.resource",
+            "the CUDA backend needs a device memory resource");
+    resource_ = options.resource;
+  } else {
+    owned_resource_ = std::make_unique<cuda_pool_resource>(options.device);
+    resource_ = owned_resource_.get();
+  }
+#endif
+}
+
+context::~context() {
+#if CANOPY_HAS_CUDA
+  if (backend_ == backend::cuda) {
+    cudaStreamSynchronize(stream_);
+    owned_resource_.reset();
+    if (owns_stream_) cudaStreamDestroy(stream_);
+  }
+#endif
+}
+
+std::string context::description() const {
+  std::ostringstream out;
+  out << "backend " << to_string(backend_) << ", device '" << device_.name << "'";
+  if (is_cuda()) {
+    out << " (ordinal " << device_.ordinal << ", sm_" << device_.compute_capability_major
+        << device_.compute_capability_minor << ", " << device_.multiprocessors << " SMs, "
+        << (device_.global_memory_bytes >> 20) << " MiB)";
+  } else {
+    out << " (" << device_.multiprocessors << " TBB threads)";
+  }
+  return out.str();
+}
+
+void context::synchronize() const {
+#if CANOPY_HAS_CUDA
+  if (is_cuda()) CANOPY_CUDA_CHECK(cudaStreamSynchronize(stream_));
+#endif
+}
+
+namespace detail {
+
+void copy_bytes(context& ctx, void* dst, memory_space dst_space, const void* src, memory_space src_space,
+                std::size_t bytes) {
+  if (bytes == 0) return;
+  if (!ctx.is_cuda()) {
+    require(dst_space == memory_space::host, "canopy::copy", "dst", "device memory with the host backend");
+    require(src_space == memory_space::host, "canopy::copy", "src", "device memory with the host backend");
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+#if CANOPY_HAS_CUDA
+  CANOPY_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, ctx.stream()));
+#endif
+}
+
+void fill_bytes(context& ctx, void* dst, memory_space space, int value, std::size_t bytes) {
+  if (bytes == 0) return;
+  if (space == memory_space::host) {
+    if (ctx.is_cuda()) ctx.synchronize();  // host memory may still be a pending copy's target
+    std::memset(dst, value, bytes);
+    return;
+  }
+#if CANOPY_HAS_CUDA
+  CANOPY_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, ctx.stream()));
+#endif
+}
+
+}  // namespace detail
+}  // namespace canopy

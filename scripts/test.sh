@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs the dependencies, configures, builds and runs canopy's test suite.
+# Usage: scripts/test.sh [ctest arguments...]   e.g. scripts/test.sh -L gpu
+# BUILD_DIR (default build) and CMAKE_ARGS are taken from the environment.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+build=${BUILD_DIR:-build}
+jobs=$(nproc)
+cmake -S . -B "$build" -G Ninja ${CMAKE_ARGS:-}
+cmake --build "$build" -j "$jobs"
+ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"

@@ -1,0 +1,59 @@
+// Test helpers for suites that run on both backends.
+//
+//   class ScanTest : public canopy_test::BackendTest {};
+//   TEST_P(ScanTest, Inclusive) { canopy::context& ctx = this->ctx(); ... }
+//   CANOPY_INSTANTIATE_BACKENDS(ScanTest);
+//
+// The CUDA instance skips, printing the reason, when no device can be used.
+#pragma once
+
+#include <canopy/core/buffer.hpp>
+#include <canopy/core/context.hpp>
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace canopy_test {
+
+class BackendTest : public ::testing::TestWithParam<canopy::backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == canopy::backend::cuda) {
+      std::string why;
+      if (!canopy::cuda_usable(&why)) GTEST_SKIP() << "CUDA backend unusable here: " << why;
+      ctx_ = std::make_unique<canopy::context>(canopy::backend_request::cuda);
+    } else {
+      ctx_ = std::make_unique<canopy::context>(canopy::backend_request::host);
+    }
+  }
+  canopy::context& ctx() { return *ctx_; }
+  bool is_cuda() const { return GetParam() == canopy::backend::cuda; }
+
+  //! A buffer in the context's space holding `values`.
+  template <class T>
+  canopy::buffer<T> upload(const std::vector<T>& values) {
+    canopy::buffer<T> b(ctx(), values.size());
+    b.assign(values);
+    return b;
+  }
+
+ private:
+  std::unique_ptr<canopy::context> ctx_;
+};
+
+//! A host context for the oracle side of GPU-vs-host comparisons.
+inline canopy::context& host_context() {
+  static canopy::context ctx(canopy::backend_request::host);
+  return ctx;
+}
+
+}  // namespace canopy_test
+
+#define CANOPY_INSTANTIATE_BACKENDS(Suite)                                                     \
+  INSTANTIATE_TEST_SUITE_P(Host, Suite, ::testing::Values(canopy::backend::host),              \
+                           [](const auto&) { return std::string("host"); });                   \
+  INSTANTIATE_TEST_SUITE_P(Cuda, Suite, ::testing::Values(canopy::backend::cuda),              \
+                           [](const auto&) { return std::string("cuda"); })
