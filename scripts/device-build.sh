@@ -13,7 +13,7 @@ if [ -d "$root/.deps/root/usr" ]; then
 fi
 export PATH="/usr/local/cuda/bin:$PATH"
 BUILD_DIR=${BUILD_DIR:-build-gpu}
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 -DCANOPY_BUILD_APPS=${CANOPY_BUILD_APPS:-OFF} ${CMAKE_ARGS:-} >"$BUILD_DIR.configure.log" 2>&1 \
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 ${CMAKE_ARGS:-} >"$BUILD_DIR.configure.log" 2>&1 \
   || { cat "$BUILD_DIR.configure.log"; return 1 2>/dev/null || exit 1; }
 if [ $# -gt 0 ]; then
   for t in "$@"; do cmake --build "$BUILD_DIR" -j "$(nproc)" --target "$t" || { return 1 2>/dev/null || exit 1; }; done
