@@ -9,6 +9,8 @@ void throw_cuda_error(int code, const char* call, const char* file, int line) {
   std::string message = std::string("CUDA call failed: ") + call + " at " + file + ":" + std::to_string(line);
 #if CANOPY_HAS_CUDA
   const auto status = static_cast<cudaError_t>(code);
+  // The error is reported here; clear it so that the next launch check does not report it again.
+  cudaGetLastError();
   message += ": " + std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")";
 #else
   message += ": error " + std::to_string(code);
