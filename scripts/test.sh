@@ -9,4 +9,7 @@ build=${BUILD_DIR:-build}
 jobs=$(nproc)
 cmake -S . -B "$build" -G Ninja ${CMAKE_ARGS:-}
 cmake --build "$build" -j "$jobs"
+if ! why=$("$build/apps/canopy-info" --backend cuda --n 1 2>&1 >/dev/null); then
+  echo "test.sh: GPU tests will be skipped here: ${why#canopy-info: }"
+fi
 ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"
