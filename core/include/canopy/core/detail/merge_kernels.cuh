@@ -1,0 +1,313 @@
+// canopy/core/detail/merge_kernels.cuh — device building blocks of merge sort and segmented sort.
+//
+// A "group" is G consecutive threads (G a power of two <= 32, or the whole block) that sort up to
+// G * I items together:
+//   1. items are loaded striped (coalesced) into shared memory and read back blocked: thread t
+//      holds items [t*I, t*I + I). I is odd, so the blocked reads and writes at stride I hit 32
+//      distinct banks for 4-byte words: the shared-memory layout has no bank conflicts there;
+//   2. each thread sorts its I items in registers with an odd-even transposition network (it only
+//      swaps adjacent items that are strictly out of order, so it is stable);
+//   3. log2(G) rounds merge neighbouring runs in shared memory: each thread finds where its I
+//      outputs start by merge path (binary search on the cross diagonal) and merges serially.
+// Device-wide merge passes (merge_tile_kernel) use the same merge-path split between tiles.
+// Compiled only by nvcc (included from merge_dispatch.cuh / segsort_dispatch.cuh).
+#pragma once
+
+#include <canopy/core/config.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+
+namespace canopy::detail {
+
+//! Number of items to take from `a` among the first `diag` outputs of the stable merge of a and b
+//! (ties go to a). O(log min(diag, a_len)) comparisons.
+template <class Index, class Key, class Comp>
+__device__ __forceinline__ Index merge_path(const Key* a, Index a_len, const Key* b, Index b_len, Index diag, Comp comp) {
+  Index lo = diag > b_len ? diag - b_len : Index(0);
+  Index hi = diag < a_len ? diag : a_len;
+  while (lo < hi) {
+    const Index mid = (lo + hi) >> 1;
+    if (comp(b[diag - 1 - mid], a[mid])) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+//! Synchronises a group of G threads: the block when G == BlockThreads, else G lanes of a warp.
+template <int G, int BlockThreads>
+struct group_sync {
+  unsigned mask;
+  __device__ __forceinline__ explicit group_sync(int thread) {
+    if constexpr (G >= 32) {
+      mask = 0xffffffffu;
+    } else {
+      mask = ((1u << G) - 1u) << ((thread & 31) & ~(G - 1));
+    }
+  }
+  __device__ __forceinline__ void operator()() const {
+    if constexpr (G == BlockThreads) __syncthreads();
+    else __syncwarp(mask);
+  }
+};
+
+//! Stable sort of the first `valid` of I register items; the rest are filled with copies of the
+//! largest valid item, which a stable network leaves behind the valid ones.
+template <class Key, class Value, bool HasValues, int I, class Comp>
+__device__ __forceinline__ void thread_sort(Key (&k)[I], Value (&v)[I], int valid, Comp comp) {
+  if (valid < I) {
+    Key top = k[0];
+#pragma unroll
+    for (int i = 1; i < I; ++i)
+      if (i < valid && comp(top, k[i])) top = k[i];
+#pragma unroll
+    for (int i = 0; i < I; ++i)
+      if (i >= valid) k[i] = top;
+  }
+#pragma unroll
+  for (int round = 0; round < I; ++round) {
+#pragma unroll
+    for (int j = round & 1; j + 1 < I; j += 2) {
+      if (comp(k[j + 1], k[j])) {
+        const Key tk = k[j];
+        k[j] = k[j + 1];
+        k[j + 1] = tk;
+        if constexpr (HasValues) {
+          const Value tv = v[j];
+          v[j] = v[j + 1];
+          v[j + 1] = tv;
+        }
+      }
+    }
+  }
+}
+
+//! Serially merges from shared runs a[ai, a_end) and b[bi, b_end) (indices into one shared array
+//! `s`) into I register items; idx[i] receives the shared index of output i. Ties go to a.
+template <class Key, int I, class Comp>
+__device__ __forceinline__ void serial_merge(const Key* s, int ai, int a_end, int bi, int b_end, Key (&k)[I],
+                                             int (&idx)[I], Comp comp) {
+  Key ka = s[ai < a_end ? ai : 0];
+  Key kb = s[bi < b_end ? bi : 0];
+#pragma unroll
+  for (int i = 0; i < I; ++i) {
+    const bool take_b = bi < b_end && (ai >= a_end || comp(kb, ka));
+    k[i] = take_b ? kb : ka;
+    idx[i] = take_b ? bi : ai;
+    if (take_b) {
+      ++bi;
+      if (bi < b_end) kb = s[bi];
+    } else {
+      ++ai;
+      if (ai < a_end) ka = s[ai];
+    }
+  }
+}
+
+//! Loads `count` items (<= G*I) from global memory, striped through shared memory, into blocked
+//! registers of the group's thread `lane`.
+template <class T, int G, int I, class Sync>
+__device__ __forceinline__ void load_blocked(const T* g, int count, T* s, int lane, T (&r)[I], Sync sync) {
+  T tmp[I];
+#pragma unroll
+  for (int i = 0; i < I; ++i) {
+    const int j = lane + i * G;
+    if (j < count) tmp[i] = g[j];
+  }
+#pragma unroll
+  for (int i = 0; i < I; ++i) {
+    const int j = lane + i * G;
+    if (j < count) s[j] = tmp[i];
+  }
+  sync();
+#pragma unroll
+  for (int i = 0; i < I; ++i) {
+    const int j = lane * I + i;
+    if (j < count) r[i] = s[j];
+  }
+}
+
+//! Stores blocked registers of `count` items to global memory, through shared memory so that the
+//! global writes are striped (coalesced).
+template <class T, int G, int I, class Sync>
+__device__ __forceinline__ void store_blocked(T* g, int count, T* s, int lane, const T (&r)[I], Sync sync) {
+  sync();
+#pragma unroll
+  for (int i = 0; i < I; ++i) {
+    const int j = lane * I + i;
+    if (j < count) s[j] = r[i];
+  }
+  sync();
+#pragma unroll
+  for (int i = 0; i < I; ++i) {
+    const int j = lane + i * G;
+    if (j < count) g[j] = s[j];
+  }
+}
+
+//! Sorts the group's `count` blocked register items (count <= G*I), stably; the result is blocked
+//! in registers. sk/sv: the group's shared arrays of G*I items. All G threads must call it.
+template <class Key, class Value, bool HasValues, int G, int I, class Comp, class Sync>
+__device__ __forceinline__ void group_sort(Key (&k)[I], Value (&v)[I], Key* sk, Value* sv, int count, int lane,
+                                           Comp comp, Sync sync) {
+  const int start = lane * I;
+  const int valid = count - start < 0 ? 0 : (count - start > I ? I : count - start);
+  if (valid > 0) thread_sort<Key, Value, HasValues, I>(k, v, valid, comp);
+  for (int width = I; width < count; width *= 2) {
+    sync();
+#pragma unroll
+    for (int i = 0; i < I; ++i) {
+      if (i < valid) {
+        sk[start + i] = k[i];
+        if constexpr (HasValues) sv[start + i] = v[i];
+      }
+    }
+    sync();
+    if (valid > 0) {
+      const int pair_start = start / (2 * width) * (2 * width);
+      const int a_end = min(pair_start + width, count);
+      const int b_end = min(pair_start + 2 * width, count);
+      const int diag = start - pair_start;
+      const int split = merge_path<int>(sk + pair_start, a_end - pair_start, sk + a_end, b_end - a_end, diag, comp);
+      int idx[I];
+      serial_merge<Key, I>(sk, pair_start + split, a_end, a_end + diag - split, b_end, k, idx, comp);
+      if constexpr (HasValues) {
+#pragma unroll
+        for (int i = 0; i < I; ++i)
+          if (i < valid) v[i] = sv[idx[i]];
+      }
+    }
+  }
+}
+
+//! Shared memory of a group of Items items: keys, and values when HasValues.
+template <class Key, class Value, bool HasValues, int Items>
+struct group_storage {
+  Key keys[Items];
+  Value values[HasValues ? Items : 1];
+};
+
+//! Sorts tiles of Threads*Items items of `in` into `out` (in may equal out: a block reads its whole
+//! tile before it writes).
+template <class Key, class Value, bool HasValues, int Threads, int Items, class Comp>
+__global__ void __launch_bounds__(Threads) merge_block_sort_kernel(const Key* in_k, const Value* in_v, Key* out_k,
+                                                                   Value* out_v, std::size_t n, Comp comp) {
+  constexpr int tile = Threads * Items;
+  __shared__ group_storage<Key, Value, HasValues, tile> s;
+  const std::size_t base = std::size_t(blockIdx.x) * tile;
+  const int count = int(n - base < std::size_t(tile) ? n - base : std::size_t(tile));
+  const group_sync<Threads, Threads> sync(threadIdx.x);
+  Key k[Items];
+  Value v[Items];
+  load_blocked<Key, Threads, Items>(in_k + base, count, s.keys, threadIdx.x, k, sync);
+  if constexpr (HasValues) {
+    load_blocked<Value, Threads, Items>(in_v + base, count, s.values, threadIdx.x, v, sync);
+  }
+  group_sort<Key, Value, HasValues, Threads, Items>(k, v, s.keys, s.values, count, threadIdx.x, comp, sync);
+  store_blocked<Key, Threads, Items>(out_k + base, count, s.keys, threadIdx.x, k, sync);
+  if constexpr (HasValues) store_blocked<Value, Threads, Items>(out_v + base, count, s.values, threadIdx.x, v, sync);
+}
+
+//! For merge pass `width` (runs [j*2w, j*2w+w) and [j*2w+w, j*2w+2w) are merged), the number of
+//! items taken from the first run of its pair before output position p, as an absolute index.
+template <class Key, class Comp>
+__device__ __forceinline__ std::size_t merge_split_at(const Key* in, std::size_t n, std::size_t width,
+                                                      std::size_t pair_start, std::size_t p, Comp comp) {
+  const std::size_t a_end = pair_start + width < n ? pair_start + width : n;
+  const std::size_t b_end = pair_start + 2 * width < n ? pair_start + 2 * width : n;
+  return pair_start + merge_path<std::size_t>(in + pair_start, a_end - pair_start, in + a_end, b_end - a_end,
+                                              p - pair_start, comp);
+}
+
+//! splits[j] = merge_split_at(position min(j*tile, n)) for j in [0, tiles].
+template <class Key, class Comp>
+__global__ void merge_partition_kernel(const Key* in, std::size_t n, std::size_t width, std::size_t tile,
+                                       std::size_t tiles, std::size_t* splits, Comp comp) {
+  const std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j > tiles) return;
+  const std::size_t p = j * tile < n ? j * tile : n;
+  // At a pair boundary this is the split of the pair that starts there (0 items); the merge
+  // kernel takes the end of the previous pair from the run lengths instead.
+  const std::size_t pair_start = p / (2 * width) * (2 * width);
+  splits[j] = merge_split_at(in, n, width, pair_start, p, comp);
+}
+
+//! Merges output tile [p0, p1) of a merge pass (both ends inside one pair of runs) given the
+//! absolute split a0, a1 into the pair's first run at p0 and p1.
+template <class Key, class Value, bool HasValues, int Threads, int Items, class Comp>
+__device__ __forceinline__ void merge_tile(const Key* in_k, const Value* in_v, Key* out_k, Value* out_v,
+                                           std::size_t n, std::size_t width, std::size_t p0, std::size_t p1,
+                                           std::size_t a0, std::size_t a1,
+                                           group_storage<Key, Value, HasValues, Threads * Items>& s, Comp comp) {
+  const group_sync<Threads, Threads> sync(threadIdx.x);
+  const std::size_t pair_start = p0 / (2 * width) * (2 * width);
+  const std::size_t a_end = pair_start + width < n ? pair_start + width : n;
+  const std::size_t b0 = a_end + (p0 - pair_start) - (a0 - pair_start);
+  const int a_len = int(a1 - a0);
+  const int count = int(p1 - p0);
+  // Both pieces side by side in shared memory: A at [0, a_len), B at [a_len, count).
+  {
+    Key tmp[Items];
+#pragma unroll
+    for (int i = 0; i < Items; ++i) {
+      const int j = threadIdx.x + i * Threads;
+      if (j < count) tmp[i] = j < a_len ? in_k[a0 + j] : in_k[b0 + (j - a_len)];
+    }
+#pragma unroll
+    for (int i = 0; i < Items; ++i) {
+      const int j = threadIdx.x + i * Threads;
+      if (j < count) s.keys[j] = tmp[i];
+    }
+  }
+  if constexpr (HasValues) {
+    Value tmp[Items];
+#pragma unroll
+    for (int i = 0; i < Items; ++i) {
+      const int j = threadIdx.x + i * Threads;
+      if (j < count) tmp[i] = j < a_len ? in_v[a0 + j] : in_v[b0 + (j - a_len)];
+    }
+#pragma unroll
+    for (int i = 0; i < Items; ++i) {
+      const int j = threadIdx.x + i * Threads;
+      if (j < count) s.values[j] = tmp[i];
+    }
+  }
+  sync();
+  const int start = min(int(threadIdx.x) * Items, count);
+  const int split = merge_path<int>(s.keys, a_len, s.keys + a_len, count - a_len, start, comp);
+  Key k[Items];
+  Value v[Items];
+  int idx[Items];
+  serial_merge<Key, Items>(s.keys, split, a_len, a_len + start - split, count, k, idx, comp);
+  if constexpr (HasValues) {
+#pragma unroll
+    for (int i = 0; i < Items; ++i)
+      if (start + i < count) v[i] = s.values[idx[i]];
+  }
+  store_blocked<Key, Threads, Items>(out_k + p0, count, s.keys, threadIdx.x, k, sync);
+  if constexpr (HasValues) store_blocked<Value, Threads, Items>(out_v + p0, count, s.values, threadIdx.x, v, sync);
+}
+
+//! One device-wide merge pass: block j writes output tile j using splits[j], splits[j + 1].
+template <class Key, class Value, bool HasValues, int Threads, int Items, class Comp>
+__global__ void __launch_bounds__(Threads) merge_pass_kernel(const Key* in_k, const Value* in_v, Key* out_k,
+                                                             Value* out_v, std::size_t n, std::size_t width,
+                                                             const std::size_t* splits, Comp comp) {
+  constexpr int tile = Threads * Items;
+  __shared__ group_storage<Key, Value, HasValues, tile> s;
+  const std::size_t p0 = std::size_t(blockIdx.x) * tile;
+  const std::size_t p1 = p0 + tile < n ? p0 + tile : n;
+  const std::size_t pair_start = p0 / (2 * width) * (2 * width);
+  const std::size_t pair_end = pair_start + 2 * width < n ? pair_start + 2 * width : n;
+  const std::size_t a_end = pair_start + width < n ? pair_start + width : n;
+  const std::size_t a0 = splits[blockIdx.x];
+  // splits[j + 1] belongs to the next pair when this tile ends the pair.
+  const std::size_t a1 = p1 == pair_end ? a_end : splits[blockIdx.x + 1];
+  merge_tile<Key, Value, HasValues, Threads, Items>(in_k, in_v, out_k, out_v, n, width, p0, p1, a0, a1, s, comp);
+}
+
+}  // namespace canopy::detail
+
+#endif  // CANOPY_HAS_CUDA && __CUDACC__
