@@ -1,0 +1,143 @@
+// canopy/core/detail/radix_engine.cuh — the LSD driver shared by split, radix sort and the index
+// variants, for both backends.
+//
+// Keys travel as raw bits (uint32_t/uint64_t; floats and signed integers reinterpreted), values as
+// uint32_t/uint64_t or no_value. Pass p of P splits on bits [begin + 8p, min(begin + 8p + 8, end)).
+// Pass 0 reads the caller's input; pass p writes buffer (first_dst + p) & 1 and pass p+1 reads it,
+// so the caller chooses where the result lands. Included by the .cu sources only.
+#pragma once
+
+#include <canopy/core/buffer.hpp>
+#include <canopy/core/for_each.hpp>
+#include <canopy/core/detail/radix_onesweep_kernels.cuh>
+#include <canopy/core/detail/split_host.cuh>
+
+#include <algorithm>
+#include <string>
+
+namespace canopy::detail {
+
+template <class K, class V>
+struct lsd_job {
+  const K* keys_in = nullptr;
+  K* keys[2] = {nullptr, nullptr};
+  const V* vals_in = nullptr;  //!< null: values are the input positions (index variants)
+  V* vals[2] = {nullptr, nullptr};
+  std::size_t n = 0;
+  int begin_bit = 0;
+  int end_bit = 0;
+  key_kind kind = key_kind::unsigned_integer;
+  int first_dst = 0;
+  bool keep_keys = true;  //!< false: the last pass need not write keys
+};
+
+inline int lsd_passes(int begin_bit, int end_bit) { return (end_bit - begin_bit + 7) / 8; }
+
+inline void check_bit_range(int begin_bit, int end_bit, int key_bits, const char* function) {
+  require(begin_bit >= 0 && begin_bit <= key_bits, function, "begin_bit",
+          "must lie in [0, " + std::to_string(key_bits) + "], got " + std::to_string(begin_bit));
+  require(end_bit >= begin_bit && end_bit <= key_bits, function, "end_bit",
+          "must lie in [begin_bit = " + std::to_string(begin_bit) + ", " + std::to_string(key_bits) + "], got " +
+              std::to_string(end_bit));
+}
+
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+template <class K, class V>
+void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) {
+  namespace os = onesweep;
+  using T = os::tuning<K, V>;
+  require(job.n <= os::max_elements, function, "keys",
+          "the CUDA backend sorts fewer than 2^30 elements per call, got " + std::to_string(job.n));
+  const int passes = lsd_passes(job.begin_bit, job.end_bit);
+  const std::uint32_t n = std::uint32_t(job.n);
+  const std::size_t tiles = (job.n + T::tile - 1) / T::tile;
+  // Layout: hist/offsets [passes][256], tile counters [passes] (padded to 32), look-back
+  // [passes][tiles][256]; one memset clears all of it.
+  const std::size_t hist_words = std::size_t(passes) * os::radix;
+  const std::size_t counter_words = 32 * ((passes + 31) / 32);
+  const std::size_t lookback_words = std::size_t(passes) * tiles * os::radix;
+  buffer<std::uint32_t> state(ctx, hist_words + counter_words + lookback_words);
+  std::uint32_t* hist = state.data();
+  std::uint32_t* counters = hist + hist_words;
+  std::uint32_t* lookback = counters + counter_words;
+  CANOPY_CUDA_CHECK(cudaMemsetAsync(state.data(), 0, state.size() * 4, ctx.stream()));
+
+  const int sms = std::max(ctx.device().multiprocessors, 1);
+  const unsigned hist_blocks = unsigned(std::min<std::size_t>((job.n + 255) / 256, std::size_t(sms) * 8));
+  os::digit_histogram_kernel<K><<<hist_blocks, 256, 0, ctx.stream()>>>(job.keys_in, n, job.begin_bit, job.end_bit,
+                                                                       passes, job.kind, hist);
+  CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::digit_histogram_kernel");
+  os::digit_offsets_kernel<<<passes, 256, 0, ctx.stream()>>>(hist);
+  CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::digit_offsets_kernel");
+
+  for (int p = 0; p < passes; ++p) {
+    const int shift = job.begin_bit + 8 * p;
+    const int bits = std::min(8, job.end_bit - shift);
+    const int src = (job.first_dst + p + 1) & 1, dst = (job.first_dst + p) & 1;
+    os::pass_args<K, V> a;
+    a.keys_in = p == 0 ? job.keys_in : job.keys[src];
+    a.keys_out = (p == passes - 1 && !job.keep_keys) ? nullptr : job.keys[dst];
+    if constexpr (!std::is_same_v<V, no_value>) {
+      a.vals_in = p == 0 ? job.vals_in : job.vals[src];
+      a.vals_out = job.vals[dst];
+    } else {
+      a.vals_in = nullptr;
+      a.vals_out = nullptr;
+    }
+    a.n = n;
+    a.shift = shift;
+    a.mask = (1u << bits) - 1u;
+    a.kind = job.kind;
+    a.digit_offsets = hist + std::size_t(p) * os::radix;
+    a.lookback = lookback + std::size_t(p) * tiles * os::radix;
+    a.tile_counter = counters + p;
+    os::onesweep_pass_kernel<K, V><<<unsigned(tiles), T::threads, 0, ctx.stream()>>>(a);
+    CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::onesweep_pass_kernel");
+  }
+}
+#endif
+
+//! Runs the passes of `job` on ctx's backend. n == 0 or an empty bit range does nothing.
+template <class K, class V>
+void lsd_run(context& ctx, const lsd_job<K, V>& job, const char* function) {
+  if (job.n == 0 || job.end_bit <= job.begin_bit) return;
+  if (ctx.is_cuda()) {
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+    lsd_run_cuda(ctx, job, function);
+#else
+    throw_cuda_from_host_compiler(function);
+#endif
+    return;
+  }
+  const int passes = lsd_passes(job.begin_bit, job.end_bit);
+  for (int p = 0; p < passes; ++p) {
+    const int shift = job.begin_bit + 8 * p;
+    const int bits = std::min(8, job.end_bit - shift);
+    const int src = (job.first_dst + p + 1) & 1, dst = (job.first_dst + p) & 1;
+    const K* kin = p == 0 ? job.keys_in : job.keys[src];
+    K* kout = (p == passes - 1 && !job.keep_keys) ? nullptr : job.keys[dst];
+    if constexpr (!std::is_same_v<V, no_value>)
+      host_split_pass<K, V>(kin, kout, p == 0 ? job.vals_in : job.vals[src], job.vals[dst], job.n, shift, bits,
+                            job.kind);
+    else
+      host_split_pass<K, V>(kin, kout, nullptr, nullptr, job.n, shift, bits, job.kind);
+  }
+}
+
+}  // namespace canopy::detail
+
+namespace canopy::detail {
+
+//! The unsigned integer a value of type Value travels as (4- and 8-byte values only).
+template <class Value>
+using raw_value_t = std::conditional_t<sizeof(Value) == 4, std::uint32_t, std::uint64_t>;
+
+//! True when the byte ranges of a and b intersect (both non-empty).
+template <class A, class B>
+bool overlaps(span<A> a, span<B> b) {
+  if (a.empty() || b.empty()) return false;
+  const auto a0 = reinterpret_cast<std::uintptr_t>(a.data()), b0 = reinterpret_cast<std::uintptr_t>(b.data());
+  return a0 < b0 + b.size_bytes() && b0 < a0 + a.size_bytes();
+}
+
+}  // namespace canopy::detail

@@ -1,0 +1,260 @@
+// canopy/core/detail/radix_onesweep_kernels.cuh — the CUDA kernels of split and LSD radix sort.
+//
+// Onesweep structure (after Adinets & Merrill 2022), one kernel per 8-bit pass:
+//   1. digit_histogram_kernel: one read of the keys counts the digits of *every* pass at once;
+//      digit_offsets_kernel turns each pass's counts into exclusive global bin offsets.
+//   2. onesweep_pass_kernel, per tile of TILE records:
+//      - tile ids come from an atomic counter, so tile t only waits on tiles that already run;
+//      - warp-level ranking: each warp takes its keys in position order (item i, then lane),
+//        groups equal digits with __match_any_sync and keeps per-warp digit counters in shared
+//        memory; rank = earlier count of that digit in the warp + peers on lower lanes;
+//      - the tile's per-digit counts are published at once (flag AGGREGATE), then each of 256
+//        threads looks back over earlier tiles' counts for its digit until it meets an INCLUSIVE
+//        prefix, and publishes its own inclusive prefix (decoupled look-back over digit bins);
+//      - records are placed in shared memory in split order, then written out so that each
+//        digit's run leaves the block contiguously (coalesced).
+// Look-back words pack a 2-bit flag over a 30-bit count, hence n < 2^30 per call.
+#pragma once
+
+#include <canopy/core/detail/split_host.cuh>
+#include <canopy/core/key_traits.hpp>
+
+#include <cstdint>
+#include <type_traits>
+
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+
+namespace canopy::detail::onesweep {
+
+constexpr int radix = 256;
+constexpr int max_passes = 8;
+constexpr std::uint32_t flag_aggregate = 1u << 30;
+constexpr std::uint32_t flag_inclusive = 2u << 30;
+constexpr std::uint32_t value_mask = (1u << 30) - 1;
+constexpr std::uint32_t max_elements = value_mask;  // counts must fit the 30-bit field
+
+//! Tile shape. 384 threads x 16 items (24 KiB of 4-byte keys in the exchange buffer) for 4-byte
+//! records; 12 items when 8-byte keys or values must fit the same static shared memory (< 48 KiB).
+template <class K, class V>
+struct tuning {
+  static constexpr int threads = 384;
+  static constexpr int items = (sizeof(K) == 4 && (std::is_same_v<V, no_value> || sizeof(V) == 4)) ? 16 : 12;
+  static constexpr int tile = threads * items;
+  static constexpr int warps = threads / 32;
+};
+
+template <class K, class V>
+struct pass_args {
+  const K* keys_in;
+  K* keys_out;                        //!< null on a last pass whose keys nobody reads
+  const V* vals_in;                   //!< null: value = input position (index variants)
+  V* vals_out;
+  std::uint32_t n;
+  int shift;                          //!< digit = (ordered(key) >> shift) & mask
+  std::uint32_t mask;
+  key_kind kind;
+  const std::uint32_t* digit_offsets; //!< [256] exclusive global start of each digit in this pass
+  std::uint32_t* lookback;            //!< [tiles][256], zeroed before the pass
+  std::uint32_t* tile_counter;        //!< zeroed before the pass
+};
+
+__device__ __forceinline__ std::uint32_t load_relaxed(const std::uint32_t* p) {
+  std::uint32_t v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void store_relaxed(std::uint32_t* p, std::uint32_t v) {
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+template <class K, class V>
+__global__ void __launch_bounds__(tuning<K, V>::threads) onesweep_pass_kernel(pass_args<K, V> a) {
+  using T = tuning<K, V>;
+  constexpr int threads = T::threads, items = T::items, tile_size = T::tile, warps = T::warps;
+  constexpr bool has_values = !std::is_same_v<V, no_value>;
+  constexpr std::size_t record_bytes = (has_values && sizeof(V) > sizeof(K)) ? sizeof(V) : sizeof(K);
+  constexpr std::size_t exchange_bytes = tile_size * record_bytes;
+  constexpr std::size_t hist_bytes = std::size_t(warps) * radix * 4;
+  // The per-warp digit counters and the exchange buffer are never live at the same time.
+  __shared__ alignas(16) unsigned char smem[exchange_bytes > hist_bytes ? exchange_bytes : hist_bytes];
+  __shared__ std::uint32_t s_delta[radix];  // global output slot of a digit's run minus its tile slot
+  __shared__ std::uint32_t s_warp_sums[radix / 32];
+  __shared__ std::uint32_t s_tile;
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  std::uint32_t* warp_hist = reinterpret_cast<std::uint32_t*>(smem);  // [warps][radix]
+  if (tid == 0) s_tile = atomicAdd(a.tile_counter, 1u);
+  for (int i = tid; i < warps * radix; i += threads) warp_hist[i] = 0;
+  __syncthreads();
+  const std::uint32_t tile = s_tile;
+  const std::uint32_t tile_base = tile * tile_size;
+  const std::uint32_t tile_n = min(std::uint32_t(tile_size), a.n - tile_base);
+
+  // Warp-striped load: warp w owns positions [w*items*32, (w+1)*items*32) of the tile.
+  const std::uint32_t warp_base = tile_base + std::uint32_t(warp) * items * 32;
+  K keys[items];
+  std::uint32_t digit[items];  // radix marks a slot past the end
+#pragma unroll
+  for (int i = 0; i < items; ++i) {
+    const std::uint32_t idx = warp_base + i * 32 + lane;
+    if (idx < a.n) {
+      keys[i] = a.keys_in[idx];
+      digit[i] = std::uint32_t(to_ordered_bits(keys[i], a.kind) >> a.shift) & a.mask;
+    } else {
+      digit[i] = radix;
+    }
+  }
+
+  std::uint32_t pos[items];
+  std::uint32_t* my_hist = warp_hist + warp * radix;
+  const std::uint32_t lanes_below = (1u << lane) - 1u;
+#pragma unroll
+  for (int i = 0; i < items; ++i) {
+    const std::uint32_t d = digit[i];
+    const std::uint32_t peers = __match_any_sync(0xffffffffu, d);
+    const std::uint32_t before = d < radix ? my_hist[d] : 0u;
+    pos[i] = before + __popc(peers & lanes_below);
+    __syncwarp();
+    if (d < radix && lane == __ffs(peers) - 1) my_hist[d] = before + __popc(peers);
+    __syncwarp();
+  }
+  __syncthreads();
+
+  // Thread t < 256 owns digit t: exclusive prefix over warps, the tile's count, look-back.
+  std::uint32_t count = 0;
+  if (tid < radix) {
+#pragma unroll
+    for (int w = 0; w < warps; ++w) {
+      const std::uint32_t c = warp_hist[w * radix + tid];
+      warp_hist[w * radix + tid] = count;
+      count += c;
+    }
+    store_relaxed(a.lookback + std::size_t(tile) * radix + tid, (tile == 0 ? flag_inclusive : flag_aggregate) | count);
+  }
+  std::uint32_t inclusive = count;
+  if (tid < radix) {
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const std::uint32_t v = __shfl_up_sync(0xffffffffu, inclusive, o);
+      if (lane >= o) inclusive += v;
+    }
+    if (lane == 31) s_warp_sums[warp] = inclusive;
+  }
+  __syncthreads();
+  if (tid < radix) {
+    std::uint32_t local_start = inclusive - count;
+    for (int w = 0; w < warp; ++w) local_start += s_warp_sums[w];
+    std::uint32_t prefix = 0;
+    if (tile > 0) {
+      std::uint32_t j = tile - 1;
+      while (true) {
+        const std::uint32_t v = load_relaxed(a.lookback + std::size_t(j) * radix + tid);
+        if ((v & ~value_mask) == 0) continue;  // tile j has not published yet
+        prefix += v & value_mask;
+        if (v & flag_inclusive) break;
+        --j;
+      }
+      store_relaxed(a.lookback + std::size_t(tile) * radix + tid, flag_inclusive | (prefix + count));
+    }
+    s_delta[tid] = a.digit_offsets[tid] + prefix - local_start;
+#pragma unroll
+    for (int w = 0; w < warps; ++w) warp_hist[w * radix + tid] += local_start;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < items; ++i)
+    if (digit[i] < radix) pos[i] += my_hist[digit[i]];
+  __syncthreads();  // the exchange buffer overwrites the counters
+
+  K* s_keys = reinterpret_cast<K*>(smem);
+#pragma unroll
+  for (int i = 0; i < items; ++i)
+    if (digit[i] < radix) s_keys[pos[i]] = keys[i];
+  __syncthreads();
+
+  std::uint32_t out_slot[items];
+#pragma unroll
+  for (int k = 0; k < items; ++k) {
+    const std::uint32_t j = tid + k * threads;
+    if (j < tile_n) {
+      const K key = s_keys[j];
+      const std::uint32_t d = std::uint32_t(to_ordered_bits(key, a.kind) >> a.shift) & a.mask;
+      out_slot[k] = s_delta[d] + j;
+      if (a.keys_out) a.keys_out[out_slot[k]] = key;
+    }
+  }
+
+  if constexpr (has_values) {
+    V vals[items];
+#pragma unroll
+    for (int i = 0; i < items; ++i) {
+      const std::uint32_t idx = warp_base + i * 32 + lane;
+      if (idx < a.n) vals[i] = a.vals_in ? a.vals_in[idx] : V(idx);
+    }
+    __syncthreads();
+    V* s_vals = reinterpret_cast<V*>(smem);
+#pragma unroll
+    for (int i = 0; i < items; ++i)
+      if (digit[i] < radix) s_vals[pos[i]] = vals[i];
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < items; ++k) {
+      const std::uint32_t j = tid + k * threads;
+      if (j < tile_n) a.vals_out[out_slot[k]] = s_vals[j];
+    }
+  }
+}
+
+//! Counts the digits of passes [0, passes) of every key into hist[pass][256] (zeroed before).
+//! Runs of equal digits within a thread are merged before the shared atomic, so that sorted or
+//! constant inputs do not serialise on one counter.
+template <class K>
+__global__ void __launch_bounds__(256) digit_histogram_kernel(const K* keys, std::uint32_t n, int begin_bit,
+                                                              int end_bit, int passes, key_kind kind,
+                                                              std::uint32_t* hist) {
+  __shared__ std::uint32_t s_hist[max_passes * radix];
+  for (int i = threadIdx.x; i < passes * radix; i += blockDim.x) s_hist[i] = 0;
+  __syncthreads();
+  std::uint32_t run_digit[max_passes], run_count[max_passes];
+#pragma unroll
+  for (int p = 0; p < max_passes; ++p) run_digit[p] = 0, run_count[p] = 0;
+  const std::uint32_t stride = gridDim.x * blockDim.x;
+  for (std::uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x; idx < n; idx += stride) {
+    const K ordered = to_ordered_bits(keys[idx], kind);
+#pragma unroll
+    for (int p = 0; p < max_passes; ++p) {
+      if (p < passes) {
+        const int shift = begin_bit + 8 * p;
+        const int bits = min(8, end_bit - shift);
+        const std::uint32_t d = std::uint32_t(ordered >> shift) & ((1u << bits) - 1u);
+        if (d != run_digit[p]) {
+          if (run_count[p]) atomicAdd(&s_hist[p * radix + run_digit[p]], run_count[p]);
+          run_digit[p] = d;
+          run_count[p] = 0;
+        }
+        ++run_count[p];
+      }
+    }
+  }
+#pragma unroll
+  for (int p = 0; p < max_passes; ++p)
+    if (p < passes && run_count[p]) atomicAdd(&s_hist[p * radix + run_digit[p]], run_count[p]);
+  __syncthreads();
+  for (int i = threadIdx.x; i < passes * radix; i += blockDim.x)
+    if (s_hist[i]) atomicAdd(&hist[i], s_hist[i]);
+}
+
+//! In place, per pass (one block of 256 threads each): digit counts -> exclusive digit offsets.
+static __global__ void __launch_bounds__(256) digit_offsets_kernel(std::uint32_t* hist) {
+  __shared__ std::uint32_t s[radix];
+  std::uint32_t* h = hist + blockIdx.x * radix;
+  s[threadIdx.x] = h[threadIdx.x];
+  __syncthreads();
+  std::uint32_t sum = 0;
+  for (unsigned d = 0; d < threadIdx.x; ++d) sum += s[d];
+  h[threadIdx.x] = sum;
+}
+
+}  // namespace canopy::detail::onesweep
+
+#endif

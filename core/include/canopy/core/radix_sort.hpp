@@ -1,0 +1,49 @@
+// canopy/core/radix_sort.hpp — stable LSD radix sort of keys and key/value pairs.
+//
+// Keys are sorted by bits [begin_bit, end_bit) of their ordered-unsigned form (key_traits.hpp):
+// integers in numeric order; floats in IEEE-754 total order, -NaN < -inf < ... < -0.0 < +0.0 < ...
+// < +inf < +NaN (-0.0 strictly before +0.0; NaNs at the end that matches their sign bit).
+// Only the bits in the range decide the order; ties keep their input order (stable), so sorting
+// a bit window [b, e) of a key equals a stable sort by ((ordered >> b) & mask).
+//
+// Passes: ceil((end_bit - begin_bit) / 8) 8-bit splits (split.hpp), so a 48-bit key of a uint64_t
+// takes 6 passes. On the CUDA backend each pass is one kernel (Onesweep-style: upfront histogram of
+// every pass's digits, decoupled look-back over per-tile digit counts, warp-level match ranking);
+// nothing synchronises the stream. Host backend: oneTBB-parallel LSD with the same passes.
+//
+// Keys: uint32_t, int32_t, float, uint64_t, int64_t, double. Values: the same six types.
+// The CUDA backend handles n < 2^30 elements per call (larger n is refused with invalid_argument).
+#pragma once
+
+#include <canopy/core/context.hpp>
+#include <canopy/core/key_traits.hpp>
+#include <canopy/core/span.hpp>
+
+namespace canopy {
+
+//! Sorts keys in place. Temporary memory: n keys + about n/1.5 KiB per pass of look-back state.
+//! begin_bit/end_bit: 0 ≤ begin_bit ≤ end_bit ≤ key width (else invalid_argument).
+template <class Key>
+void radix_sort_keys(context& ctx, span<Key> keys, int begin_bit = 0, int end_bit = int(sizeof(Key) * 8));
+
+//! Sorts pairs in place by key; values follow their keys, equal keys keep their input order.
+//! keys and values have the same length. Temporary memory: n keys + n values + look-back state.
+template <class Key, class Value>
+void radix_sort_pairs(context& ctx, span<Key> keys, span<Value> values, int begin_bit = 0,
+                      int end_bit = int(sizeof(Key) * 8));
+
+//! Double-buffered sort (like CUB's DoubleBuffer): the input is in `keys`, `keys_alt` (same length,
+//! contents overwritten) is the other buffer; the sorted result ends in `keys_alt` when this returns
+//! true, else in `keys`. No final copy; temporary memory is only the look-back state.
+template <class Key>
+bool radix_sort_keys_double_buffered(context& ctx, span<Key> keys, span<Key> keys_alt, int begin_bit = 0,
+                                     int end_bit = int(sizeof(Key) * 8));
+
+//! Double-buffered pair sort: keys and values both end in their `_alt` buffer when this returns
+//! true, else in the originals.
+template <class Key, class Value>
+bool radix_sort_pairs_double_buffered(context& ctx, span<Key> keys, span<Key> keys_alt, span<Value> values,
+                                      span<Value> values_alt, int begin_bit = 0,
+                                      int end_bit = int(sizeof(Key) * 8));
+
+}  // namespace canopy
