@@ -1,0 +1,375 @@
+// Radix sort: keys and pairs of every key type against std::stable_sort with natural comparators,
+// stability (values record original positions), float specials, bit windows, 48/63-bit keys,
+// double buffering, bad arguments, and the CUDA backend against the host backend at 2^28.
+#include "common/backends.hpp"
+
+#include <canopy/core/radix_sort.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+
+using canopy_test::BackendTest;
+
+namespace {
+
+template <class ExceptionType, class F>
+void expect_error(F&& statement, std::initializer_list<const char*> fragments) {
+  try {
+    statement();
+    ADD_FAILURE() << "expected an exception";
+  } catch (const ExceptionType& e) {
+    const std::string what = e.what();
+    for (const char* f : fragments) EXPECT_NE(what.find(f), std::string::npos) << "'" << f << "' not in: " << what;
+  }
+}
+
+enum class dist { uniform, all_equal, sorted, reverse, two_values, few_unique, low_entropy };
+const dist all_dists[] = {dist::uniform,    dist::all_equal,  dist::sorted,     dist::reverse,
+                          dist::two_values, dist::few_unique, dist::low_entropy};
+const char* name(dist d) {
+  switch (d) {
+    case dist::uniform: return "uniform";
+    case dist::all_equal: return "all_equal";
+    case dist::sorted: return "sorted";
+    case dist::reverse: return "reverse";
+    case dist::two_values: return "two_values";
+    case dist::few_unique: return "few_unique";
+    default: return "low_entropy";
+  }
+}
+
+// Raw random words of the key's width, shaped by the distribution, then reinterpreted as Key.
+template <class Key>
+std::vector<Key> make_keys(std::size_t n, dist d, std::uint64_t seed) {
+  using bits = typename canopy::key_traits<Key>::bits_type;
+  std::mt19937_64 rng(seed);
+  auto word = [&] { return bits(rng()); };
+  std::vector<bits> raw(n);
+  const bits a = word(), b = word();
+  std::vector<bits> pool(13);
+  for (auto& p : pool) p = word();
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (d) {
+      case dist::uniform: raw[i] = word(); break;
+      case dist::all_equal: raw[i] = a; break;
+      case dist::two_values: raw[i] = (rng() & 1) ? a : b; break;
+      case dist::few_unique: raw[i] = pool[rng() % pool.size()]; break;
+      case dist::low_entropy: raw[i] = word() & word() & word(); break;
+      default: raw[i] = word(); break;
+    }
+  }
+  std::vector<Key> keys(n);
+  std::memcpy(keys.data(), raw.data(), n * sizeof(Key));
+  if constexpr (std::is_floating_point_v<Key>) {
+    // Random bit patterns include NaNs; keep the natural-order reference meaningful by mapping
+    // NaNs to finite values here (NaN ordering has its own test).
+    for (auto& k : keys)
+      if (std::isnan(k)) k = Key(std::ldexp(double(rng() % 1000) - 500.0, int(rng() % 40) - 20));
+  }
+  if (d == dist::sorted || d == dist::reverse) {
+    std::sort(keys.begin(), keys.end());
+    if (d == dist::reverse) std::reverse(keys.begin(), keys.end());
+  }
+  return keys;
+}
+
+// Reference: stable sort of (key, position) by natural order, except that -0.0 goes before +0.0.
+template <class Key>
+bool natural_less(Key x, Key y) {
+  if constexpr (std::is_floating_point_v<Key>) {
+    if (x == 0 && y == 0) return std::signbit(x) && !std::signbit(y);
+  }
+  return x < y;
+}
+
+template <class Key>
+std::vector<std::uint32_t> reference_order(const std::vector<Key>& keys) {
+  std::vector<std::uint32_t> order(keys.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return natural_less(keys[a], keys[b]); });
+  return order;
+}
+
+template <class Key>
+bool same_bits(Key a, Key b) {
+  return std::memcmp(&a, &b, sizeof(Key)) == 0;
+}
+
+template <class Key>
+void check_keys(canopy::context& ctx, const std::vector<Key>& keys, const std::string& what) {
+  canopy::buffer<Key> d(ctx, keys.size());
+  d.assign(keys);
+  canopy::radix_sort_keys<Key>(ctx, d.view());
+  const auto got = d.to_host();
+  const auto order = reference_order(keys);
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    if (!same_bits(got[i], keys[order[i]])) {
+      ADD_FAILURE() << what << ": keys differ first at " << i << " of " << keys.size();
+      return;
+    }
+}
+
+template <class Key, class Value>
+void check_pairs(canopy::context& ctx, const std::vector<Key>& keys, const std::string& what) {
+  std::vector<Value> values(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) values[i] = Value(i);
+  canopy::buffer<Key> dk(ctx, keys.size());
+  canopy::buffer<Value> dv(ctx, keys.size());
+  dk.assign(keys);
+  dv.assign(values);
+  canopy::radix_sort_pairs<Key, Value>(ctx, dk.view(), dv.view());
+  const auto got_k = dk.to_host();
+  const auto got_v = dv.to_host();
+  const auto order = reference_order(keys);
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    if (!same_bits(got_k[i], keys[order[i]]) || got_v[i] != Value(order[i])) {
+      ADD_FAILURE() << what << ": pairs differ first at " << i << " of " << keys.size() << " (value "
+                    << double(got_v[i]) << ", expected " << order[i] << ")";
+      return;
+    }
+}
+
+const std::size_t small_sizes[] = {0, 1, 2, 31, 32, 33, 1023, 1024, 1025, 4097, 6143, 6144, 6145, 65535, 65537};
+
+}  // namespace
+
+class RadixSortTest : public BackendTest {};
+
+template <class Key>
+void all_key_cases(canopy::context& ctx) {
+  std::uint64_t seed = 1;
+  for (dist d : all_dists)
+    for (std::size_t n : small_sizes) check_keys(ctx, make_keys<Key>(n, d, seed++), std::string(name(d)) + " n=" + std::to_string(n));
+}
+
+TEST_P(RadixSortTest, KeysU32) { all_key_cases<std::uint32_t>(ctx()); }
+TEST_P(RadixSortTest, KeysI32) { all_key_cases<std::int32_t>(ctx()); }
+TEST_P(RadixSortTest, KeysF32) { all_key_cases<float>(ctx()); }
+TEST_P(RadixSortTest, KeysU64) { all_key_cases<std::uint64_t>(ctx()); }
+TEST_P(RadixSortTest, KeysI64) { all_key_cases<std::int64_t>(ctx()); }
+TEST_P(RadixSortTest, KeysF64) { all_key_cases<double>(ctx()); }
+
+TEST_P(RadixSortTest, PairsAreStableForEveryKeyAndValueType) {
+  std::uint64_t seed = 100;
+  for (dist d : {dist::uniform, dist::few_unique, dist::two_values, dist::all_equal, dist::reverse})
+    for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(33), std::size_t(1025), std::size_t(70001)}) {
+      const std::string w = std::string(name(d)) + " n=" + std::to_string(n);
+      check_pairs<std::uint32_t, std::uint32_t>(ctx(), make_keys<std::uint32_t>(n, d, seed++), "u32/u32 " + w);
+      check_pairs<std::int32_t, std::uint64_t>(ctx(), make_keys<std::int32_t>(n, d, seed++), "i32/u64 " + w);
+      check_pairs<float, std::int32_t>(ctx(), make_keys<float>(n, d, seed++), "f32/i32 " + w);
+      check_pairs<std::uint64_t, std::uint32_t>(ctx(), make_keys<std::uint64_t>(n, d, seed++), "u64/u32 " + w);
+      check_pairs<std::int64_t, double>(ctx(), make_keys<std::int64_t>(n, d, seed++), "i64/f64 " + w);
+      check_pairs<double, std::int64_t>(ctx(), make_keys<double>(n, d, seed++), "f64/i64 " + w);
+    }
+}
+
+TEST_P(RadixSortTest, PowerOfTwoSizesPlusMinusOne) {
+  std::uint64_t seed = 500;
+  for (int k = 10; k <= 20; k += 5)
+    for (std::size_t n : {(std::size_t(1) << k) - 1, (std::size_t(1) << k) + 1}) {
+      check_pairs<std::uint32_t, std::uint32_t>(ctx(), make_keys<std::uint32_t>(n, dist::low_entropy, seed++),
+                                                "u32 low_entropy n=" + std::to_string(n));
+      check_pairs<std::uint64_t, std::uint32_t>(ctx(), make_keys<std::uint64_t>(n, dist::few_unique, seed++),
+                                                "u64 few_unique n=" + std::to_string(n));
+    }
+}
+
+TEST_P(RadixSortTest, LargeU32Pairs) {
+  const std::size_t n = (std::size_t(1) << 24) + 1;
+  check_pairs<std::uint32_t, std::uint32_t>(ctx(), make_keys<std::uint32_t>(n, dist::uniform, 7), "2^24+1");
+}
+
+template <class F>
+void float_specials(canopy::context& ctx) {
+  const F inf = std::numeric_limits<F>::infinity();
+  const F nan = std::numeric_limits<F>::quiet_NaN();
+  const F neg_nan = -nan;
+  const F den = std::numeric_limits<F>::denorm_min();
+  // The documented order, one entry per class, as the expected result.
+  const std::vector<F> expected = {neg_nan, -inf, -std::numeric_limits<F>::max(), F(-1.5), -den, F(-0.0),
+                                   F(0.0),  den,  F(1.5), std::numeric_limits<F>::max(), inf, nan};
+  ASSERT_TRUE(std::signbit(neg_nan) && !std::signbit(nan));
+  std::mt19937 rng(3);
+  std::vector<std::size_t> cls;
+  for (std::size_t n : {std::size_t(12), std::size_t(1000), std::size_t(20001)}) {
+    std::vector<F> keys(n);
+    std::vector<std::size_t> which(n);
+    for (std::size_t i = 0; i < n; ++i) which[i] = i < expected.size() ? i : rng() % expected.size();
+    std::shuffle(which.begin(), which.end(), rng);
+    for (std::size_t i = 0; i < n; ++i) keys[i] = expected[which[i]];
+    std::vector<std::uint32_t> values(n);
+    std::iota(values.begin(), values.end(), 0u);
+    canopy::buffer<F> dk(ctx, n);
+    canopy::buffer<std::uint32_t> dv(ctx, n);
+    dk.assign(keys);
+    dv.assign(values);
+    canopy::radix_sort_pairs<F, std::uint32_t>(ctx, dk.view(), dv.view());
+    const auto got_k = dk.to_host();
+    const auto got_v = dv.to_host();
+    // Expected: stable by class index.
+    std::vector<std::uint32_t> order(n);
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return which[a] < which[b]; });
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_TRUE(same_bits(got_k[i], expected[which[order[i]]])) << "n=" << n << " i=" << i << " got " << got_k[i];
+      ASSERT_EQ(got_v[i], order[i]) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
+TEST_P(RadixSortTest, FloatSpecialsFollowTheDocumentedOrder) {
+  float_specials<float>(ctx());
+  float_specials<double>(ctx());
+}
+
+// Windows [b, e) of unsigned keys: a stable sort by (key >> b) & mask, keys carried unchanged.
+template <class Key>
+void check_window(canopy::context& ctx, std::size_t n, int b, int e, std::uint64_t seed) {
+  auto keys = make_keys<Key>(n, dist::uniform, seed);
+  const Key mask = e - b >= int(sizeof(Key) * 8) ? Key(~Key(0)) : Key((Key(1) << (e - b)) - 1);
+  std::vector<std::uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](auto x, auto y) { return ((keys[x] >> b) & mask) < ((keys[y] >> b) & mask); });
+  std::vector<std::uint32_t> values(n);
+  std::iota(values.begin(), values.end(), 0u);
+  canopy::buffer<Key> dk(ctx, n);
+  canopy::buffer<std::uint32_t> dv(ctx, n);
+  dk.assign(keys);
+  dv.assign(values);
+  canopy::radix_sort_pairs<Key, std::uint32_t>(ctx, dk.view(), dv.view(), b, e);
+  const auto got_k = dk.to_host();
+  const auto got_v = dv.to_host();
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(got_v[i], order[i]) << "window [" << b << "," << e << ") n=" << n << " i=" << i;
+    ASSERT_EQ(got_k[i], keys[order[i]]);
+  }
+}
+
+TEST_P(RadixSortTest, BitWindowsInsideTheKey) {
+  std::uint64_t seed = 900;
+  for (auto [b, e] : {std::pair{0, 1}, {3, 11}, {5, 5}, {7, 20}, {13, 32}, {31, 32}, {8, 16}})
+    for (std::size_t n : {std::size_t(1), std::size_t(1025), std::size_t(40000)})
+      check_window<std::uint32_t>(ctx(), n, b, e, seed++);
+  for (auto [b, e] : {std::pair{0, 48}, {0, 63}, {16, 48}, {40, 64}, {1, 63}, {60, 61}, {0, 64}})
+    for (std::size_t n : {std::size_t(2), std::size_t(6145), std::size_t(50001)})
+      check_window<std::uint64_t>(ctx(), n, b, e, seed++);
+}
+
+TEST_P(RadixSortTest, DoubleBufferedEndsWhereItSays) {
+  for (auto [b, e] : {std::pair{0, 32}, {0, 24}, {4, 12}, {0, 0}}) {
+    const std::size_t n = 30001;
+    auto keys = make_keys<std::uint32_t>(n, dist::uniform, 11);
+    std::vector<std::uint32_t> values(n);
+    std::iota(values.begin(), values.end(), 0u);
+    canopy::buffer<std::uint32_t> k0(ctx(), n), k1(ctx(), n), v0(ctx(), n), v1(ctx(), n);
+    k0.assign(keys);
+    v0.assign(values);
+    const bool alt = canopy::radix_sort_pairs_double_buffered<std::uint32_t, std::uint32_t>(
+        ctx(), k0.view(), k1.view(), v0.view(), v1.view(), b, e);
+    EXPECT_EQ(alt, ((e - b + 7) / 8) % 2 == 1) << b << "," << e;
+    const auto got_k = (alt ? k1 : k0).to_host();
+    const auto got_v = (alt ? v1 : v0).to_host();
+    const std::uint32_t mask = e - b >= 32 ? ~0u : ((1u << (e - b)) - 1u);
+    std::vector<std::uint32_t> order(n);
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](auto x, auto y) { return ((keys[x] >> b) & mask) < ((keys[y] >> b) & mask); });
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(got_v[i], order[i]) << i;
+      ASSERT_EQ(got_k[i], keys[order[i]]) << i;
+    }
+    canopy::buffer<std::uint64_t> q0(ctx(), n), q1(ctx(), n);
+    auto keys64 = make_keys<std::uint64_t>(n, dist::uniform, 12);
+    q0.assign(keys64);
+    const bool alt64 = canopy::radix_sort_keys_double_buffered<std::uint64_t>(ctx(), q0.view(), q1.view(), 0, 48);
+    EXPECT_TRUE(!alt64);  // 6 passes
+    const auto got64 = q0.to_host();
+    std::stable_sort(keys64.begin(), keys64.end(), [](auto x, auto y) {
+      return (x & ((std::uint64_t(1) << 48) - 1)) < (y & ((std::uint64_t(1) << 48) - 1));
+    });
+    EXPECT_EQ(got64, keys64);
+  }
+}
+
+TEST_P(RadixSortTest, RefusesBadArguments) {
+  canopy::buffer<std::uint32_t> k(ctx(), 10), v(ctx(), 9), alt(ctx(), 10);
+  canopy::buffer<std::uint64_t> k64(ctx(), 10);
+  expect_error<canopy::invalid_argument>([&] { canopy::radix_sort_keys<std::uint32_t>(ctx(), k.view(), 0, 33); },
+                                         {"canopy::radix_sort_keys", "end_bit"});
+  expect_error<canopy::invalid_argument>([&] { canopy::radix_sort_keys<std::uint32_t>(ctx(), k.view(), -1, 8); },
+                                         {"canopy::radix_sort_keys", "begin_bit"});
+  expect_error<canopy::invalid_argument>([&] { canopy::radix_sort_keys<std::uint32_t>(ctx(), k.view(), 9, 8); },
+                                         {"canopy::radix_sort_keys", "end_bit"});
+  expect_error<canopy::invalid_argument>([&] { canopy::radix_sort_keys<std::uint64_t>(ctx(), k64.view(), 0, 65); },
+                                         {"end_bit"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::radix_sort_pairs<std::uint32_t, std::uint32_t>(ctx(), k.view(), v.view()); },
+      {"canopy::radix_sort_pairs", "values", "length"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::radix_sort_keys<std::uint32_t>(ctx(), canopy::span<std::uint32_t>(nullptr, 5, ctx().space())); },
+      {"canopy::radix_sort_keys", "keys", "null"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::radix_sort_keys_double_buffered<std::uint32_t>(ctx(), k.view(), k.view()); },
+      {"keys_alt", "overlaps"});
+  const canopy::memory_space other =
+      ctx().space() == canopy::memory_space::host ? canopy::memory_space::device : canopy::memory_space::host;
+  std::vector<std::uint32_t> host_keys(4);
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::radix_sort_keys<std::uint32_t>(ctx(), canopy::span<std::uint32_t>(host_keys.data(), 4, other)); },
+      {"canopy::radix_sort_keys", "keys", "memory"});
+  // Empty input with an empty bit range is fine.
+  canopy::radix_sort_keys<std::uint32_t>(ctx(), canopy::span<std::uint32_t>(), 0, 0);
+}
+
+CANOPY_INSTANTIATE_BACKENDS(RadixSortTest);
+
+// GPU only: the CUDA backend against the host backend at 2^28 (u32 keys) and 2^26 (pairs, u64).
+class CudaRadixSortLarge : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!canopy::cuda_usable(&why)) GTEST_SKIP() << "CUDA backend unusable here: " << why;
+    ctx_ = std::make_unique<canopy::context>(canopy::backend_request::cuda);
+  }
+  std::unique_ptr<canopy::context> ctx_;
+};
+
+TEST_F(CudaRadixSortLarge, U32KeysAt2To28MatchHost) {
+  const std::size_t n = std::size_t(1) << 28;
+  auto keys = make_keys<std::uint32_t>(n, dist::uniform, 42);
+  canopy::buffer<std::uint32_t> d(*ctx_, n);
+  d.assign(keys);
+  canopy::radix_sort_keys<std::uint32_t>(*ctx_, d.view());
+  const auto got = d.to_host();
+  canopy::radix_sort_keys<std::uint32_t>(canopy_test::host_context(), canopy::host_span(keys.data(), n));
+  EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
+  EXPECT_TRUE(got == keys);
+}
+
+TEST_F(CudaRadixSortLarge, PairsAndWideKeysAt2To26MatchHost) {
+  const std::size_t n = (std::size_t(1) << 26) + 3;
+  for (dist d : {dist::uniform, dist::low_entropy, dist::all_equal}) {
+    auto keys = make_keys<std::uint64_t>(n, d, 43);
+    std::vector<std::uint32_t> vals(n);
+    std::iota(vals.begin(), vals.end(), 0u);
+    for (int end_bit : {48, 64}) {
+      canopy::buffer<std::uint64_t> dk(*ctx_, n);
+      canopy::buffer<std::uint32_t> dv(*ctx_, n);
+      dk.assign(keys);
+      dv.assign(vals);
+      canopy::radix_sort_pairs<std::uint64_t, std::uint32_t>(*ctx_, dk.view(), dv.view(), 0, end_bit);
+      auto hk = keys;
+      auto hv = vals;
+      canopy::radix_sort_pairs<std::uint64_t, std::uint32_t>(canopy_test::host_context(), canopy::host_span(hk.data(), n),
+                                                             canopy::host_span(hv.data(), n), 0, end_bit);
+      EXPECT_TRUE(dk.to_host() == hk) << name(d) << " end_bit " << end_bit;
+      EXPECT_TRUE(dv.to_host() == hv) << name(d) << " end_bit " << end_bit;
+    }
+  }
+}
