@@ -1,11 +1,17 @@
-// canopy/core/detail/compact_dispatch.cuh — CUDA compaction dispatch (interim: staged through the
-// host engine while the single-pass kernels land; synchronises).
+// canopy/core/detail/compact_dispatch.cuh — CUDA select/partition dispatch. Asynchronous on
+// ctx.stream(); the count is written to device memory by the last tile.
 #pragma once
 
 #include <canopy/core/buffer.hpp>
+#include <canopy/core/detail/compact_kernels.cuh>
 #include <canopy/core/detail/host_compact.hpp>
+#include <canopy/core/detail/scan_dispatch.cuh>
+#include <canopy/core/detail/tuning.hpp>
 
-#include <vector>
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+
+#include <algorithm>
+#include <climits>
 
 namespace canopy {
 namespace detail {
@@ -13,22 +19,28 @@ namespace detail {
 template <class T, class Selector>
 void cuda_select(context& ctx, const T* in, std::size_t n, T* out, std::size_t* count, Selector select,
                  bool partition) {
-  std::vector<T> h(n), r(n);
-  if (n) copy_bytes(ctx, h.data(), memory_space::host, in, memory_space::device, n * sizeof(T));
-  ctx.synchronize();
-  std::size_t k;
-  if constexpr (std::is_same_v<Selector, flag_selector>) {
-    std::vector<std::uint8_t> f(n);
-    if (n) copy_bytes(ctx, f.data(), memory_space::host, select.flags, memory_space::device, n);
-    ctx.synchronize();
-    k = host_select(h.data(), n, r.data(), flag_selector{f.data()}, partition);
-  } else {
-    k = host_select(h.data(), n, r.data(), select, partition);
+  if (n == 0) {
+    CANOPY_CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof(std::size_t), ctx.stream()));
+    return;
   }
-  if (n) copy_bytes(ctx, out, memory_space::device, r.data(), memory_space::host, n * sizeof(T));
-  copy_bytes(ctx, count, memory_space::device, &k, memory_space::host, sizeof(k));
-  ctx.synchronize();
+  using Shape = tuning::scan_shape<T, unsigned>;
+  const std::size_t tiles = (n + Shape::tile_items - 1) / Shape::tile_items;
+  require(tiles <= std::size_t(INT_MAX), "canopy select", "in", "too many elements for one launch");
+  single_pass_scratch scratch(ctx, tile_status_bytes<unsigned long long>(tiles));
+  select_kernel_params<T, Selector> p{in, out, n, count, scratch.status, tiles, scratch.counter, select, partition};
+  single_pass_select_kernel<T, Selector, Shape>
+      <<<static_cast<unsigned>(tiles), Shape::block_threads, 0, ctx.stream()>>>(p);
+  CANOPY_CUDA_CHECK_LAUNCH("canopy::single_pass_select_kernel");
+  if (partition) {
+    constexpr unsigned block = 256;
+    const std::size_t max_blocks = std::size_t(std::max(ctx.device().multiprocessors, 1)) * 16;
+    const std::size_t blocks = std::max<std::size_t>(1, std::min(max_blocks, (n / 2 + block - 1) / block));
+    reverse_tail_kernel<T><<<static_cast<unsigned>(blocks), block, 0, ctx.stream()>>>(out, n, count);
+    CANOPY_CUDA_CHECK_LAUNCH("canopy::reverse_tail_kernel");
+  }
 }
 
 }  // namespace detail
 }  // namespace canopy
+
+#endif

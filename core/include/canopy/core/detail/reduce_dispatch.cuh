@@ -1,24 +1,51 @@
-// canopy/core/detail/reduce_dispatch.cuh — CUDA reduce dispatch (interim: staged through the host
-// engine while the kernels land; synchronises).
+// canopy/core/detail/reduce_dispatch.cuh — CUDA reduce dispatch: a grid sized to the machine folds
+// the input into one partial per block; the same kernel with one block folds the partials into the
+// result. Small inputs take the one-block launch directly. Asynchronous on ctx.stream().
 #pragma once
 
 #include <canopy/core/buffer.hpp>
-#include <canopy/core/detail/host_reduce.hpp>
+#include <canopy/core/detail/reduce_kernels.cuh>
+#include <canopy/core/detail/tuning.hpp>
 
-#include <vector>
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+
+#include <algorithm>
 
 namespace canopy {
 namespace detail {
 
 template <class T, class Op>
+void launch_reduce(context& ctx, const T* in, std::size_t n, T* out, std::size_t blocks, T identity, Op op) {
+  constexpr int block = tuning::reduce_block_threads, unroll = tuning::reduce_vectors_per_thread;
+  constexpr std::size_t row_items = 32 * tuning::vector_elements<T>();
+  const std::size_t rows = (n + row_items - 1) / row_items;
+  const std::size_t warps = blocks * (block / 32);
+  // Whole groups of UNROLL rows per warp, so that only the last warp sees a ragged end.
+  const std::size_t per_warp = std::max<std::size_t>(1, (rows + warps - 1) / warps);
+  const std::size_t rows_per_warp = (per_warp + unroll - 1) / unroll * unroll;
+  reduce_kernel_params<T, Op> p{in, n, rows_per_warp, out, identity, op};
+  reduce_kernel<T, Op, block, unroll><<<static_cast<unsigned>(blocks), block, 0, ctx.stream()>>>(p);
+  CANOPY_CUDA_CHECK_LAUNCH("canopy::reduce_kernel");
+}
+
+template <class T, class Op>
 void cuda_reduce(context& ctx, const T* in, std::size_t n, T* result, T identity, Op op) {
-  std::vector<T> h(n);
-  if (n) copy_bytes(ctx, h.data(), memory_space::host, in, memory_space::device, n * sizeof(T));
-  ctx.synchronize();
-  const T r = host_reduce(h.data(), n, identity, op);
-  copy_bytes(ctx, result, memory_space::device, &r, memory_space::host, sizeof(T));
-  ctx.synchronize();
+  constexpr std::size_t block_items =
+      std::size_t(tuning::reduce_block_threads) * tuning::reduce_vectors_per_thread * tuning::vector_elements<T>();
+  const std::size_t max_blocks =
+      std::size_t(std::max(ctx.device().multiprocessors, 1)) * tuning::reduce_blocks_per_sm;
+  // At least a few rows per warp so that each warp has loads to overlap.
+  const std::size_t blocks = std::min(max_blocks, (n + 4 * block_items - 1) / (4 * block_items));
+  if (blocks <= 1) {
+    launch_reduce(ctx, in, n, result, 1, identity, op);
+    return;
+  }
+  buffer<T> partial(ctx, blocks);
+  launch_reduce(ctx, in, n, partial.data(), blocks, identity, op);
+  launch_reduce(ctx, static_cast<const T*>(partial.data()), blocks, result, 1, identity, op);
 }
 
 }  // namespace detail
 }  // namespace canopy
+
+#endif

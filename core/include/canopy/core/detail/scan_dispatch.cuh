@@ -1,27 +1,62 @@
-// canopy/core/detail/scan_dispatch.cuh — CUDA scan dispatch (interim: staged through the host
-// engine while the single-pass kernels land; synchronises).
+// canopy/core/detail/scan_dispatch.cuh — CUDA scan dispatch: picks the tile shape for the value and
+// accumulator types (tuning.hpp), takes the tile descriptors from the context's resource, zeroes
+// them and launches one block per tile. Asynchronous on ctx.stream().
 #pragma once
 
 #include <canopy/core/buffer.hpp>
 #include <canopy/core/detail/host_scan.hpp>
+#include <canopy/core/detail/scan_kernels.cuh>
+#include <canopy/core/detail/tuning.hpp>
 
-#include <vector>
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+
+#include <climits>
 
 namespace canopy {
 namespace detail {
 
+//! Scratch of a single-pass pass: tile descriptors followed by the tile counter, zeroed together.
+struct single_pass_scratch {
+  buffer<unsigned char> bytes;
+  void* status = nullptr;
+  unsigned* counter = nullptr;
+
+  single_pass_scratch(context& ctx, std::size_t status_bytes) {
+    const std::size_t padded = (status_bytes + 255) / 256 * 256;
+    bytes = buffer<unsigned char>(ctx, padded + 256);
+    status = bytes.data();
+    counter = reinterpret_cast<unsigned*>(bytes.data() + padded);
+    CANOPY_CUDA_CHECK(cudaMemsetAsync(bytes.data(), 0, bytes.size(), ctx.stream()));
+  }
+};
+
+template <class T, class Op, int Mode, class Shape = tuning::scan_shape<T, typename scan_accumulator<T, Op, Mode>::type>>
+void launch_single_pass_scan(context& ctx, const T* in, T* out, std::size_t n, const std::uint8_t* flags,
+                             std::size_t segment_length, const T* identity, Op op) {
+  using Acc = typename scan_accumulator<T, Op, Mode>::type;
+  const std::size_t tiles = (n + Shape::tile_items - 1) / Shape::tile_items;
+  require(tiles <= std::size_t(INT_MAX), "canopy scan", "in", "too many elements for one launch");
+  single_pass_scratch scratch(ctx, tile_status_bytes<Acc>(tiles));
+  scan_kernel_params<T, Op> p{in, out, n, flags, segment_length, identity ? *identity : T{}, identity != nullptr,
+                              scratch.status, tiles, scratch.counter, op};
+  single_pass_scan_kernel<T, Op, Shape, Mode>
+      <<<static_cast<unsigned>(tiles), Shape::block_threads, 0, ctx.stream()>>>(p);
+  CANOPY_CUDA_CHECK_LAUNCH("canopy::single_pass_scan_kernel");
+}
+
 template <class T, class Op>
 void cuda_scan(context& ctx, const T* in, T* out, std::size_t n, const std::uint8_t* head_flags,
                std::size_t segment_length, const T* identity, Op op) {
-  std::vector<T> h(n), r(n);
-  std::vector<std::uint8_t> f(head_flags ? n : 0);
-  copy_bytes(ctx, h.data(), memory_space::host, in, memory_space::device, n * sizeof(T));
-  if (head_flags) copy_bytes(ctx, f.data(), memory_space::host, head_flags, memory_space::device, n);
-  ctx.synchronize();
-  host_scan(h.data(), r.data(), n, head_flags ? f.data() : nullptr, segment_length, identity, op);
-  copy_bytes(ctx, out, memory_space::device, r.data(), memory_space::host, n * sizeof(T));
-  ctx.synchronize();
+  if (n == 0) return;
+  if (head_flags != nullptr)
+    launch_single_pass_scan<T, Op, scan_flagged>(ctx, in, out, n, head_flags, 0, identity, op);
+  else if (segment_length != 0 && segment_length < n)
+    launch_single_pass_scan<T, Op, scan_regular>(ctx, in, out, n, nullptr, segment_length, identity, op);
+  else  // no segments, or one regular segment covering everything
+    launch_single_pass_scan<T, Op, scan_plain>(ctx, in, out, n, nullptr, 0, identity, op);
 }
 
 }  // namespace detail
 }  // namespace canopy
+
+#endif

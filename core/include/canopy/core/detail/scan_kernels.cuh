@@ -1,0 +1,252 @@
+// canopy/core/detail/scan_kernels.cuh — the single-pass scan kernel (one thread block per tile).
+//
+// Data layout of a tile: each warp owns a contiguous run of 32 x ITEMS elements, cut into ROWS
+// rows of 32 x VEC elements; lane l holds the VEC consecutive elements l*VEC.. of every row.
+// Loads and stores of a full row are one 16-byte vector per lane (512 contiguous bytes per warp,
+// fully coalesced), so no shared-memory transpose is needed: each lane scans its VEC items in
+// registers, a shuffle scan across lanes gives the lane prefixes and the row totals, and the rows
+// are chained in registers. Per tile: one atomic for the tile id (dynamic ordering, so a tile only
+// waits on tiles that started before it), two barriers, and one warp-wide look-back.
+#pragma once
+
+#include <canopy/core/detail/host_scan.hpp>
+#include <canopy/core/detail/scan_tile_state.cuh>
+#include <canopy/core/detail/tuning.hpp>
+
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+
+#include <cstddef>
+#include <cstdint>
+
+namespace canopy {
+namespace detail {
+
+//! How heads of segments are found: none (plain scan), a flags array, or every segment_length.
+enum scan_mode : int { scan_plain = 0, scan_flagged = 1, scan_regular = 2 };
+
+template <class T, class Op>
+struct scan_kernel_params {
+  const T* in;                 // may equal out
+  T* out;
+  std::size_t n;
+  const std::uint8_t* flags;   // scan_flagged only
+  std::size_t segment_length;  // scan_regular only
+  T identity;                  // exclusive only
+  bool exclusive;
+  void* status;                // tile descriptors, zeroed
+  std::size_t tiles;
+  unsigned* tile_counter;      // zeroed
+  Op op;                       // the user's operator on T
+};
+
+template <class T, int Vec>
+struct alignas(16) vector_of {
+  T v[Vec];
+};
+
+//! Loads the ROWS x VEC items of this lane (and nothing past n; missing items repeat a valid one,
+//! which only later items could see).
+template <class T, int Rows, int Vec>
+__device__ __forceinline__ void load_rows(const T* in, std::size_t n, std::size_t warp_base, bool full, bool aligned,
+                                          T (&x)[Rows][Vec], const T& fill) {
+  const unsigned lane = lane_id();
+  if (full && aligned && Vec > 1) {
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) {
+      const vector_of<T, Vec> v = reinterpret_cast<const vector_of<T, Vec>*>(in + warp_base + r * 32 * Vec)[lane];
+#pragma unroll
+      for (int j = 0; j < Vec; ++j) x[r][j] = v.v[j];
+    }
+  } else if (full) {
+#pragma unroll
+    for (int r = 0; r < Rows; ++r)
+#pragma unroll
+      for (int j = 0; j < Vec; ++j) x[r][j] = in[warp_base + r * 32 * Vec + lane * Vec + j];
+  } else {
+#pragma unroll
+    for (int r = 0; r < Rows; ++r)
+#pragma unroll
+      for (int j = 0; j < Vec; ++j) {
+        const std::size_t i = warp_base + r * 32 * Vec + lane * Vec + j;
+        x[r][j] = i < n ? in[i] : fill;
+      }
+  }
+}
+
+template <class T, int Rows, int Vec>
+__device__ __forceinline__ void store_rows(T* out, std::size_t n, std::size_t warp_base, bool full, bool aligned,
+                                           const T (&y)[Rows][Vec]) {
+  const unsigned lane = lane_id();
+  if (full && aligned && Vec > 1) {
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) {
+      vector_of<T, Vec> v;
+#pragma unroll
+      for (int j = 0; j < Vec; ++j) v.v[j] = y[r][j];
+      reinterpret_cast<vector_of<T, Vec>*>(out + warp_base + r * 32 * Vec)[lane] = v;
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < Rows; ++r)
+#pragma unroll
+      for (int j = 0; j < Vec; ++j) {
+        const std::size_t i = warp_base + r * 32 * Vec + lane * Vec + j;
+        if (full || i < n) out[i] = y[r][j];
+      }
+  }
+}
+
+template <class T, class Op, int Mode>
+struct scan_accumulator {
+  using type = T;
+  using op_type = Op;
+  static __device__ __forceinline__ op_type make_op(const Op& op) { return op; }
+  static __device__ __forceinline__ T make(const T& x, bool) { return x; }
+};
+
+template <class T, class Op>
+struct scan_accumulator<T, Op, scan_flagged> {
+  using type = flagged_value<T>;
+  using op_type = segmented_op<T, Op>;
+  static __device__ __forceinline__ op_type make_op(const Op& op) { return op_type{op}; }
+  static __device__ __forceinline__ type make(const T& x, bool head) { return type{x, head ? 1u : 0u}; }
+};
+
+template <class T, class Op>
+struct scan_accumulator<T, Op, scan_regular> : scan_accumulator<T, Op, scan_flagged> {};
+
+template <class T, class Op, int Mode>
+__device__ __forceinline__ T scan_value(const typename scan_accumulator<T, Op, Mode>::type& a) {
+  if constexpr (Mode == scan_plain)
+    return a;
+  else
+    return a.value;
+}
+
+template <class T, class Op, class Shape, int Mode>
+__global__ void __launch_bounds__(Shape::block_threads) single_pass_scan_kernel(scan_kernel_params<T, Op> p) {
+  using accumulator = scan_accumulator<T, Op, Mode>;
+  using Acc = typename accumulator::type;
+  constexpr int Rows = Shape::rows, Vec = Shape::vec, Warps = Shape::warps;
+
+  __shared__ unsigned s_tile;
+  __shared__ alignas(Acc) unsigned char s_warp_raw[Warps * sizeof(Acc)];
+  __shared__ alignas(Acc) unsigned char s_prefix_raw[sizeof(Acc)];
+  Acc* s_warp = reinterpret_cast<Acc*>(s_warp_raw);
+  Acc* s_prefix = reinterpret_cast<Acc*>(s_prefix_raw);
+
+  const auto op = accumulator::make_op(p.op);
+  const auto status = make_tile_status<Acc>(p.status, p.tiles);
+
+  if (threadIdx.x == 0) s_tile = atomicAdd(p.tile_counter, 1u);
+  __syncthreads();
+  const std::size_t tile = s_tile;
+  const unsigned warp = threadIdx.x / 32, lane = lane_id();
+  const std::size_t tile_base = tile * std::size_t(Shape::tile_items);
+  const std::size_t warp_base = tile_base + std::size_t(warp) * Shape::warp_items;
+  const bool full = tile_base + Shape::tile_items <= p.n;
+
+  T x[Rows][Vec];
+  load_rows<T, Rows, Vec>(p.in, p.n, warp_base, full, (reinterpret_cast<std::uintptr_t>(p.in) & 15u) == 0, x,
+                          full ? T{} : p.in[tile_base]);
+
+  // Heads as one bit per item (ROWS x VEC <= 32).
+  unsigned heads = 0;
+  if constexpr (Mode == scan_flagged) {
+#pragma unroll
+    for (int r = 0; r < Rows; ++r)
+#pragma unroll
+      for (int j = 0; j < Vec; ++j) {
+        const std::size_t i = warp_base + r * 32 * Vec + lane * Vec + j;
+        if ((full || i < p.n) && p.flags[i] != 0) heads |= 1u << (r * Vec + j);
+      }
+  } else if constexpr (Mode == scan_regular) {
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) {
+      std::size_t rem = (warp_base + r * 32 * Vec + lane * Vec) % p.segment_length;
+#pragma unroll
+      for (int j = 0; j < Vec; ++j) {
+        if (rem == 0) heads |= 1u << (r * Vec + j);
+        rem = rem + 1 == p.segment_length ? 0 : rem + 1;
+      }
+    }
+  }
+
+  // Per lane: in-register scan of each row's VEC items.
+  Acc acc[Rows][Vec];
+#pragma unroll
+  for (int r = 0; r < Rows; ++r) {
+    acc[r][0] = accumulator::make(x[r][0], (heads >> (r * Vec)) & 1u);
+#pragma unroll
+    for (int j = 1; j < Vec; ++j) acc[r][j] = op(acc[r][j - 1], accumulator::make(x[r][j], (heads >> (r * Vec + j)) & 1u));
+  }
+
+  // Per warp: lane prefixes per row, row totals chained into row prefixes and the warp aggregate.
+  Acc lane_prefix[Rows], row_prefix[Rows];
+  Acc warp_total{};
+#pragma unroll
+  for (int r = 0; r < Rows; ++r) {
+    const Acc inclusive = warp_inclusive_scan(acc[r][Vec - 1], op);
+    lane_prefix[r] = shfl_up(inclusive, 1);
+    const Acc row_total = shfl_idx(inclusive, 31);
+    row_prefix[r] = warp_total;  // meaningful for r > 0
+    warp_total = r == 0 ? row_total : op(warp_total, row_total);
+  }
+  if (lane == 0) s_warp[warp] = warp_total;
+  __syncthreads();
+
+  bool has_warp_prefix = false;
+  Acc warp_prefix{};
+  for (unsigned w = 0; w < warp; ++w) combine_optional(has_warp_prefix, warp_prefix, true, s_warp[w], op);
+
+  if (warp == 0) {
+    Acc block_total = s_warp[0];
+#pragma unroll
+    for (int w = 1; w < Warps; ++w) block_total = op(block_total, s_warp[w]);
+    if (tile == 0) {
+      if (lane == 0) status.publish(0, tile_inclusive, block_total);
+    } else {
+      if (lane == 0) status.publish(tile, tile_aggregate, block_total);
+      const Acc prefix = warp_look_back<Acc>(status, tile, op);
+      if (lane == 0) {
+        status.publish(tile, tile_inclusive, op(prefix, block_total));
+        *s_prefix = prefix;
+      }
+    }
+  }
+  __syncthreads();
+
+  const bool has_tile_prefix = tile > 0;
+  const Acc tile_prefix = has_tile_prefix ? *s_prefix : Acc{};
+  T y[Rows][Vec];
+#pragma unroll
+  for (int r = 0; r < Rows; ++r) {
+    bool has = has_tile_prefix;
+    Acc pre = tile_prefix;
+    combine_optional(has, pre, has_warp_prefix, warp_prefix, op);
+    combine_optional(has, pre, r > 0, row_prefix[r], op);
+    combine_optional(has, pre, lane > 0, lane_prefix[r], op);
+    if (!p.exclusive) {
+#pragma unroll
+      for (int j = 0; j < Vec; ++j) y[r][j] = scan_value<T, Op, Mode>(has ? op(pre, acc[r][j]) : acc[r][j]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < Vec; ++j) {
+        bool has_before = has;
+        Acc before = pre;
+        if (j > 0) {
+          before = has ? op(pre, acc[r][j - 1]) : acc[r][j - 1];
+          has_before = true;
+        }
+        const bool head = Mode != scan_plain && ((heads >> (r * Vec + j)) & 1u);
+        y[r][j] = (has_before && !head) ? scan_value<T, Op, Mode>(before) : p.identity;
+      }
+    }
+  }
+  store_rows<T, Rows, Vec>(p.out, p.n, warp_base, full, (reinterpret_cast<std::uintptr_t>(p.out) & 15u) == 0, y);
+}
+
+}  // namespace detail
+}  // namespace canopy
+
+#endif

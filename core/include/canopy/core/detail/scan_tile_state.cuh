@@ -1,0 +1,246 @@
+// canopy/core/detail/scan_tile_state.cuh — device building blocks of the single-pass scans:
+// warp shuffles of any trivially copyable type, in-order warp scans, and the tile status
+// descriptors with the warp-wide decoupled look-back (Merrill & Garland 2016; Yan et al. 2013).
+//
+// Descriptor layouts, by accumulator size (status: 0 invalid, 1 aggregate, 2 inclusive prefix):
+//   <= 4 bytes: one 64-bit word, status in the high half and the value bits in the low half; one
+//               relaxed 64-bit store/load publishes/reads both together.
+//   <= 8 bytes: one 16-byte word {value, status}, written and read with single 128-bit accesses
+//               (one transaction on sm_70+; CUB's tile state relies on the same).
+//   larger:     a status word plus separate aggregate and inclusive value slots. The writer stores the
+//               value, fences (__threadfence), then stores the status; the reader loads the status,
+//               fences, then loads the slot that status names (the two slots keep an aggregate read
+//               from being overwritten by the later inclusive value).
+#pragma once
+
+#include <canopy/core/config.hpp>
+
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+
+#include <cstdint>
+#include <cstring>
+
+namespace canopy {
+namespace detail {
+
+enum : unsigned { tile_invalid = 0, tile_aggregate = 1, tile_inclusive = 2 };
+
+// ---------------------------------------------------------------------------------------------
+// Shuffles of any trivially copyable type, 32 bits at a time.
+
+template <class T>
+struct shuffle_words {
+  static constexpr int count = int((sizeof(T) + 3) / 4);
+  unsigned w[count];
+};
+
+template <class T>
+__device__ __forceinline__ T shfl_idx(const T& v, int src) {
+  shuffle_words<T> in, out;
+  memcpy(&in, &v, sizeof(T));
+#pragma unroll
+  for (int i = 0; i < shuffle_words<T>::count; ++i) out.w[i] = __shfl_sync(0xffffffffu, in.w[i], src);
+  T r;
+  memcpy(&r, &out, sizeof(T));
+  return r;
+}
+
+template <class T>
+__device__ __forceinline__ T shfl_up(const T& v, unsigned delta) {
+  shuffle_words<T> in, out;
+  memcpy(&in, &v, sizeof(T));
+#pragma unroll
+  for (int i = 0; i < shuffle_words<T>::count; ++i) out.w[i] = __shfl_up_sync(0xffffffffu, in.w[i], delta);
+  T r;
+  memcpy(&r, &out, sizeof(T));
+  return r;
+}
+
+template <class T>
+__device__ __forceinline__ T shfl_down(const T& v, unsigned delta) {
+  shuffle_words<T> in, out;
+  memcpy(&in, &v, sizeof(T));
+#pragma unroll
+  for (int i = 0; i < shuffle_words<T>::count; ++i) out.w[i] = __shfl_down_sync(0xffffffffu, in.w[i], delta);
+  T r;
+  memcpy(&r, &out, sizeof(T));
+  return r;
+}
+
+__device__ __forceinline__ unsigned lane_id() { return threadIdx.x & 31u; }
+
+//! Inclusive scan across the 32 lanes of a warp in lane order (op(lower lane, higher lane)).
+template <class T, class Op>
+__device__ __forceinline__ T warp_inclusive_scan(T v, const Op& op) {
+  const unsigned lane = lane_id();
+#pragma unroll
+  for (unsigned d = 1; d < 32; d <<= 1) {
+    const T other = shfl_up(v, d);
+    if (lane >= d) v = op(other, v);
+  }
+  return v;
+}
+
+//! Reduction of lanes [lane, last] in lane order, valid in lane 0 when last >= 0 (lanes past `last`
+//! do not contribute). Lower lanes are later elements when `reversed` (look-back windows).
+template <class T, class Op>
+__device__ __forceinline__ T warp_reduce_reversed(T v, unsigned last, const Op& op) {
+  const unsigned lane = lane_id();
+#pragma unroll
+  for (unsigned d = 1; d < 32; d <<= 1) {
+    const T other = shfl_down(v, d);
+    if (lane + d <= last) v = op(other, v);  // lane + d holds earlier tiles
+  }
+  return v;
+}
+
+//! `p` = p op x where either may be absent (no identity is needed for inclusive scans).
+template <class T, class Op>
+__device__ __forceinline__ void combine_optional(bool& has_p, T& p, bool has_x, const T& x, const Op& op) {
+  if (has_x) {
+    p = has_p ? op(p, x) : x;
+    has_p = true;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tile status descriptors.
+
+template <class Acc, int Layout = (sizeof(Acc) <= 4 ? 0 : (sizeof(Acc) <= 8 ? 1 : 2))>
+struct tile_status;
+
+template <class Acc>
+struct tile_status<Acc, 0> {
+  using word = unsigned long long;
+  static constexpr std::size_t bytes_per_tile = sizeof(word);
+  word* words;
+
+  __host__ __device__ explicit tile_status(void* storage) : words(static_cast<word*>(storage)) {}
+  __device__ void publish(std::size_t tile, unsigned status, const Acc& v) const {
+    unsigned bits = 0;
+    memcpy(&bits, &v, sizeof(Acc));
+    const word w = (word(status) << 32) | bits;
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(words + tile), "l"(w) : "memory");
+  }
+  __device__ unsigned read(std::size_t tile, Acc& v) const {
+    word w;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(words + tile) : "memory");
+    const unsigned bits = unsigned(w);
+    memcpy(&v, &bits, sizeof(Acc));
+    return unsigned(w >> 32);
+  }
+};
+
+template <class Acc>
+struct tile_status<Acc, 1> {
+  static constexpr std::size_t bytes_per_tile = 16;
+  unsigned long long* words;
+
+  __host__ __device__ explicit tile_status(void* storage) : words(static_cast<unsigned long long*>(storage)) {}
+  __device__ void publish(std::size_t tile, unsigned status, const Acc& v) const {
+    unsigned long long bits = 0;
+    memcpy(&bits, &v, sizeof(Acc));
+    const unsigned long long s = status;
+    asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(words + 2 * tile), "l"(bits), "l"(s)
+                 : "memory");
+  }
+  __device__ unsigned read(std::size_t tile, Acc& v) const {
+    unsigned long long bits, s;
+    asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(bits), "=l"(s) : "l"(words + 2 * tile)
+                 : "memory");
+    memcpy(&v, &bits, sizeof(Acc));
+    return unsigned(s);
+  }
+};
+
+template <class Acc>
+struct tile_status<Acc, 2> {
+  static constexpr std::size_t value_words = (sizeof(Acc) + 3) / 4;
+  //! status word + aggregate slot + inclusive slot.
+  static constexpr std::size_t bytes_per_tile = 4 + 8 * value_words;
+  unsigned* base;  // layout: [status x tiles][aggregate slots][inclusive slots], set by bind()
+  std::size_t tiles;
+
+  __host__ __device__ tile_status(void* storage, std::size_t tile_count)
+      : base(static_cast<unsigned*>(storage)), tiles(tile_count) {}
+  __device__ unsigned* slot(std::size_t tile, unsigned status) const {
+    return base + tiles + (status == tile_inclusive ? tiles * value_words : 0) + tile * value_words;
+  }
+  __device__ void publish(std::size_t tile, unsigned status, const Acc& v) const {
+    unsigned w[value_words] = {};
+    memcpy(w, &v, sizeof(Acc));
+    unsigned* s = slot(tile, status);
+#pragma unroll
+    for (std::size_t i = 0; i < value_words; ++i) __stcg(s + i, w[i]);
+    __threadfence();
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(base + tile), "r"(status) : "memory");
+  }
+  __device__ unsigned read(std::size_t tile, Acc& v) const {
+    unsigned status;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(status) : "l"(base + tile) : "memory");
+    if (status != tile_invalid) {
+      __threadfence();
+      const unsigned* s = slot(tile, status);
+      unsigned w[value_words];
+#pragma unroll
+      for (std::size_t i = 0; i < value_words; ++i) w[i] = __ldcg(s + i);
+      memcpy(&v, w, sizeof(Acc));
+    }
+    return status;
+  }
+};
+
+//! Bytes of descriptor storage for `tiles` tiles (zeroed before the scan kernel runs).
+template <class Acc>
+constexpr std::size_t tile_status_bytes(std::size_t tiles) {
+  return tile_status<Acc>::bytes_per_tile * tiles;
+}
+
+template <class Acc>
+__device__ __forceinline__ tile_status<Acc> make_tile_status(void* storage, std::size_t tiles) {
+  if constexpr (sizeof(Acc) <= 8) {
+    (void)tiles;
+    return tile_status<Acc>(storage);
+  } else {
+    return tile_status<Acc>(storage, tiles);
+  }
+}
+
+//! Called by one whole warp for tile `tile` > 0 after the tile published its aggregate: returns the
+//! combination of all earlier tiles (in every lane). Reads 32 predecessors per step; stops at the
+//! nearest inclusive prefix. Tile 0 always publishes an inclusive prefix, so the walk ends.
+template <class Acc, class Op, class Status>
+__device__ Acc warp_look_back(const Status& status, std::size_t tile, const Op& op) {
+  const unsigned lane = lane_id();
+  Acc prefix{};
+  bool has_prefix = false;
+  long long pred = static_cast<long long>(tile) - 1;
+  unsigned backoff = 8;
+  while (true) {
+    const long long idx = pred - lane;  // lane 0: nearest predecessor
+    Acc v{};
+    unsigned s;
+    unsigned inclusive_mask, limit_mask;
+    while (true) {
+      s = idx >= 0 ? status.read(std::size_t(idx), v) : tile_inclusive;  // lanes before tile 0 never count
+      inclusive_mask = __ballot_sync(0xffffffffu, s == tile_inclusive);
+      const unsigned invalid_mask = __ballot_sync(0xffffffffu, s == tile_invalid);
+      // Lanes up to and including the nearest inclusive one matter.
+      limit_mask = inclusive_mask ? ((inclusive_mask & (0u - inclusive_mask)) << 1) - 1u : 0xffffffffu;
+      if ((invalid_mask & limit_mask) == 0) break;
+      __nanosleep(backoff);
+      backoff = backoff < 256 ? backoff * 2 : backoff;
+    }
+    const unsigned last = inclusive_mask ? unsigned(__ffs(inclusive_mask) - 1) : 31u;
+    const Acc window = shfl_idx(warp_reduce_reversed(v, last, op), 0);
+    prefix = has_prefix ? op(window, prefix) : window;
+    has_prefix = true;
+    if (inclusive_mask) return prefix;
+    pred -= 32;
+  }
+}
+
+}  // namespace detail
+}  // namespace canopy
+
+#endif

@@ -1,0 +1,534 @@
+// Scans: plain, segmented by flags and over regular segments, on both backends, against std:: and
+// sequential references; non-commutative operators; bad arguments. GPU-only: 2^28 elements, GPU vs
+// host, and a timing comparison with CUB printed in the test output.
+#include "common/backends.hpp"
+
+#include <canopy/core/scan.hpp>
+
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+#include <cub/device/device_scan.cuh>
+#endif
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <vector>
+
+using canopy_test::BackendTest;
+
+namespace {
+
+template <class ExceptionType, class F>
+void expect_error(F&& statement, std::initializer_list<const char*> fragments) {
+  try {
+    statement();
+    ADD_FAILURE() << "expected an exception";
+  } catch (const ExceptionType& e) {
+    const std::string what = e.what();
+    for (const char* f : fragments) EXPECT_NE(what.find(f), std::string::npos) << "'" << f << "' not in: " << what;
+  }
+}
+
+// Sizes around warp, tile (4096 for 4-byte values, 2048 for 8-byte) and look-back-window boundaries.
+const std::vector<std::size_t> kSizes = {0,    1,    2,    31,    32,    33,    1023,  1024,   1025, 2047,
+                                         2049, 4095, 4096, 4097,  8191,  12289, 65535, 65537, 131071,
+                                         (std::size_t(1) << 17) * 33 + 7};
+
+enum class dist { uniform, zeros, ones, alternating, descending, extremes };
+const dist kDists[] = {dist::uniform, dist::zeros, dist::ones, dist::alternating, dist::descending, dist::extremes};
+
+template <class T>
+std::vector<T> make_values(std::size_t n, dist d, std::uint32_t seed) {
+  std::mt19937_64 rng(seed + n);
+  std::vector<T> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (d) {
+      case dist::uniform: v[i] = T(std::int64_t(rng() % 201) - 100); break;
+      case dist::zeros: v[i] = T(0); break;
+      case dist::ones: v[i] = T(1); break;
+      case dist::alternating: v[i] = (i & 1) ? T(-1) : T(1); break;
+      case dist::descending: v[i] = T(std::int64_t(n) - std::int64_t(i)); break;
+      case dist::extremes:
+        v[i] = (rng() & 1) ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
+        break;
+    }
+  }
+  return v;
+}
+
+std::vector<std::uint8_t> make_flags(std::size_t n, std::uint32_t one_in, std::uint32_t seed) {
+  std::mt19937 rng(seed + std::uint32_t(n));
+  std::vector<std::uint8_t> f(n);
+  // Any nonzero byte is a head: use several values to catch "== 1" checks.
+  for (auto& x : f) x = (one_in != 0 && rng() % one_in == 0) ? std::uint8_t(1 + rng() % 255) : 0;
+  return f;
+}
+
+// 2x2 matrices of uint32 with wrap-around products: associative and not commutative, exact.
+struct mat2 {
+  std::uint32_t a, b, c, d;
+  bool operator==(const mat2& o) const { return a == o.a && b == o.b && c == o.c && d == o.d; }
+};
+struct mat2_mul {
+  CANOPY_HD mat2 operator()(const mat2& x, const mat2& y) const {
+    return {x.a * y.a + x.b * y.c, x.a * y.b + x.b * y.d, x.c * y.a + x.d * y.c, x.c * y.b + x.d * y.d};
+  }
+};
+std::ostream& operator<<(std::ostream& os, const mat2& m) {
+  return os << "[" << m.a << " " << m.b << "; " << m.c << " " << m.d << "]";
+}
+std::vector<mat2> make_matrices(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<mat2> v(n);
+  for (auto& m : v) m = {std::uint32_t(rng() % 7), std::uint32_t(rng() % 7 + 1), std::uint32_t(rng() % 5), std::uint32_t(rng() % 3 + 1)};
+  return v;
+}
+
+// {sum, count} mean accumulator with float sums of small integers (exact in float).
+struct mean_acc {
+  float sum;
+  int count;
+};
+struct mean_add {
+  CANOPY_HD mean_acc operator()(const mean_acc& x, const mean_acc& y) const { return {x.sum + y.sum, x.count + y.count}; }
+};
+
+// Sequential references.
+template <class T, class Op>
+std::vector<T> ref_segmented(const std::vector<T>& in, const std::vector<std::uint8_t>& heads, std::size_t seg_len,
+                             bool exclusive, T identity, Op op) {
+  std::vector<T> out(in.size());
+  T run = identity;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const bool head = i == 0 || (!heads.empty() && heads[i]) || (seg_len && i % seg_len == 0);
+    if (head) run = identity;
+    if (exclusive) {
+      out[i] = run;
+      run = op(run, in[i]);
+    } else {
+      run = op(run, in[i]);
+      out[i] = run;
+    }
+  }
+  return out;
+}
+
+template <class T>
+void expect_equal_vectors(const std::vector<T>& got, const std::vector<T>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (!(got[i] == want[i])) {
+      FAIL() << what << ": first mismatch at " << i << " of " << want.size() << ": got " << got[i] << ", want "
+             << want[i];
+    }
+}
+
+}  // namespace
+
+class ScanTest : public BackendTest {};
+
+TEST_P(ScanTest, InclusiveInt32MatchesStd) {
+  for (dist d : kDists)
+    for (std::size_t n : kSizes) {
+      const auto in = make_values<std::int32_t>(n, d, 1);
+      auto bin = upload(in);
+      canopy::buffer<std::int32_t> bout(ctx(), n);
+      canopy::inclusive_scan<std::int32_t>(ctx(), bin.view(), bout.view(), canopy::plus<std::int32_t>{});
+      std::vector<std::uint32_t> want(n);  // wrap-around arithmetic without signed overflow in the oracle
+      std::vector<std::uint32_t> uin(in.begin(), in.end());
+      std::inclusive_scan(uin.begin(), uin.end(), want.begin());
+      const auto got = bout.to_host();
+      expect_equal_vectors(std::vector<std::uint32_t>(got.begin(), got.end()), want,
+                           "n=" + std::to_string(n) + " dist=" + std::to_string(int(d)));
+    }
+}
+
+TEST_P(ScanTest, ExclusiveInt64MatchesStd) {
+  for (dist d : {dist::uniform, dist::descending, dist::ones})
+    for (std::size_t n : kSizes) {
+      const auto in = make_values<std::int64_t>(n, d, 2);
+      auto bin = upload(in);
+      canopy::buffer<std::int64_t> bout(ctx(), n);
+      canopy::exclusive_scan<std::int64_t>(ctx(), bin.view(), bout.view(), 0, canopy::plus<std::int64_t>{});
+      std::vector<std::int64_t> want(n);
+      std::exclusive_scan(in.begin(), in.end(), want.begin(), std::int64_t(0));
+      expect_equal_vectors(bout.to_host(), want, "n=" + std::to_string(n));
+    }
+}
+
+TEST_P(ScanTest, MaxMinAndOtherTypes) {
+  for (std::size_t n : {std::size_t(1), std::size_t(33), std::size_t(4097), std::size_t(100003)}) {
+    const auto in = make_values<float>(n, dist::uniform, 3);
+    auto bin = upload(in);
+    canopy::buffer<float> bout(ctx(), n);
+    canopy::inclusive_scan<float>(ctx(), bin.view(), bout.view(), canopy::maximum<float>{});
+    std::vector<float> want(n);
+    std::inclusive_scan(in.begin(), in.end(), want.begin(), [](float a, float b) { return std::max(a, b); });
+    expect_equal_vectors(bout.to_host(), want, "max n=" + std::to_string(n));
+
+    const auto in64 = make_values<std::uint64_t>(n, dist::extremes, 4);
+    auto bin64 = upload(in64);
+    canopy::buffer<std::uint64_t> bout64(ctx(), n);
+    canopy::exclusive_scan<std::uint64_t>(ctx(), bin64.view(), bout64.view(),
+                                          std::numeric_limits<std::uint64_t>::max(), canopy::minimum<std::uint64_t>{});
+    std::vector<std::uint64_t> want64(n);
+    std::exclusive_scan(in64.begin(), in64.end(), want64.begin(), std::numeric_limits<std::uint64_t>::max(),
+                        [](std::uint64_t a, std::uint64_t b) { return std::min(a, b); });
+    expect_equal_vectors(bout64.to_host(), want64, "min u64 n=" + std::to_string(n));
+
+    const auto in8 = make_values<std::uint8_t>(n, dist::uniform, 5);  // 1-byte values, wrapping sums
+    auto bin8 = upload(in8);
+    canopy::buffer<std::uint8_t> bout8(ctx(), n);
+    canopy::inclusive_scan<std::uint8_t>(ctx(), bin8.view(), bout8.view(), canopy::plus<std::uint8_t>{});
+    std::vector<std::uint8_t> want8(n);
+    std::inclusive_scan(in8.begin(), in8.end(), want8.begin(),
+                        [](std::uint8_t a, std::uint8_t b) { return std::uint8_t(a + b); });
+    const auto got8 = bout8.to_host();
+    ASSERT_TRUE(got8 == want8) << "u8 n=" << n;
+  }
+}
+
+TEST_P(ScanTest, InPlaceAndMisalignedSpans) {
+  for (std::size_t n : {std::size_t(4097), std::size_t(70001)}) {
+    const auto in = make_values<std::int32_t>(n + 3, dist::uniform, 6);
+    auto b = upload(in);
+    // Offsets 1..3 elements: not 16-byte aligned, so the vector paths must step aside.
+    const std::size_t off = 3;
+    auto sub = b.view().subspan(off, n);
+    canopy::inclusive_scan<std::int32_t>(ctx(), sub, sub, canopy::plus<std::int32_t>{});
+    std::vector<std::int32_t> want(in.begin(), in.end());
+    std::inclusive_scan(want.begin() + off, want.end(), want.begin() + off);
+    expect_equal_vectors(b.to_host(), want, "in place, offset 3, n=" + std::to_string(n));
+  }
+}
+
+TEST_P(ScanTest, NonCommutativeMatrixProducts) {
+  for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(33), std::size_t(1025), std::size_t(4097),
+                        std::size_t(300001)}) {
+    const auto in = make_matrices(n, 7);
+    auto bin = upload(in);
+    canopy::buffer<mat2> bout(ctx(), n);
+    canopy::inclusive_scan<mat2>(ctx(), bin.view(), bout.view(), mat2_mul{});
+    const mat2 id{1, 0, 0, 1};
+    expect_equal_vectors(bout.to_host(), ref_segmented(in, {}, 0, false, id, mat2_mul{}),
+                         "inclusive n=" + std::to_string(n));
+    canopy::exclusive_scan<mat2>(ctx(), bin.view(), bout.view(), id, mat2_mul{});
+    expect_equal_vectors(bout.to_host(), ref_segmented(in, {}, 0, true, id, mat2_mul{}),
+                         "exclusive n=" + std::to_string(n));
+  }
+}
+
+TEST_P(ScanTest, StructSumCount) {
+  const std::size_t n = 50001;
+  std::vector<mean_acc> in(n);
+  for (std::size_t i = 0; i < n; ++i) in[i] = {float(i % 13), int(i % 3)};
+  auto bin = upload(in);
+  canopy::buffer<mean_acc> bout(ctx(), n);
+  canopy::exclusive_scan<mean_acc>(ctx(), bin.view(), bout.view(), mean_acc{0.0f, 0}, mean_add{});
+  const auto got = bout.to_host();
+  double sum = 0;
+  long count = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(got[i].sum, float(sum)) << i;  // sums stay below 2^24: exact in float
+    ASSERT_EQ(got[i].count, count) << i;
+    sum += in[i].sum;
+    count += in[i].count;
+  }
+}
+
+TEST_P(ScanTest, SegmentedByFlags) {
+  for (std::uint32_t one_in : {0u, 1u, 2u, 37u, 5000u}) {
+    for (std::size_t n : kSizes) {
+      const auto in = make_values<std::int32_t>(n, dist::uniform, 8);
+      const auto heads = make_flags(n, one_in, 9);
+      auto bin = upload(in);
+      auto bflags = upload(heads);
+      canopy::buffer<std::int32_t> bout(ctx(), n);
+      const std::string what = "n=" + std::to_string(n) + " one_in=" + std::to_string(one_in);
+      canopy::inclusive_segmented_scan<std::int32_t>(ctx(), bin.view(), bflags.view(), bout.view(),
+                                                     canopy::plus<std::int32_t>{});
+      expect_equal_vectors(bout.to_host(), ref_segmented(in, heads, 0, false, 0, canopy::plus<std::int32_t>{}),
+                           "inclusive " + what);
+      canopy::exclusive_segmented_scan<std::int32_t>(ctx(), bin.view(), bflags.view(), bout.view(), 0,
+                                                     canopy::plus<std::int32_t>{});
+      expect_equal_vectors(bout.to_host(), ref_segmented(in, heads, 0, true, 0, canopy::plus<std::int32_t>{}),
+                           "exclusive " + what);
+    }
+  }
+}
+
+TEST_P(ScanTest, SegmentedEmptyFlagsIsOneSegment) {
+  const auto in = make_values<std::int64_t>(10007, dist::uniform, 10);
+  auto bin = upload(in);
+  canopy::buffer<std::int64_t> bout(ctx(), in.size());
+  canopy::inclusive_segmented_scan<std::int64_t>(ctx(), bin.view(), canopy::span<const std::uint8_t>{}, bout.view(),
+                                                 canopy::plus<std::int64_t>{});
+  std::vector<std::int64_t> want(in.size());
+  std::inclusive_scan(in.begin(), in.end(), want.begin());
+  expect_equal_vectors(bout.to_host(), want, "empty flags");
+}
+
+TEST_P(ScanTest, SegmentedNonCommutativeAndWide) {
+  for (std::uint32_t one_in : {1u, 3u, 100u, 0u}) {
+    const std::size_t n = 20011;
+    const auto in = make_matrices(n, 11);
+    const auto heads = make_flags(n, one_in, 12);
+    auto bin = upload(in);
+    auto bflags = upload(heads);
+    canopy::buffer<mat2> bout(ctx(), n);
+    const mat2 id{1, 0, 0, 1};
+    canopy::inclusive_segmented_scan<mat2>(ctx(), bin.view(), bflags.view(), bout.view(), mat2_mul{});
+    expect_equal_vectors(bout.to_host(), ref_segmented(in, heads, 0, false, id, mat2_mul{}),
+                         "matrices one_in=" + std::to_string(one_in));
+    canopy::exclusive_segmented_scan<mat2>(ctx(), bin.view(), bflags.view(), bout.view(), id, mat2_mul{});
+    expect_equal_vectors(bout.to_host(), ref_segmented(in, heads, 0, true, id, mat2_mul{}),
+                         "matrices exclusive one_in=" + std::to_string(one_in));
+
+    const auto in64 = make_values<std::uint64_t>(n, dist::extremes, 13);  // 16-byte accumulators
+    auto bin64 = upload(in64);
+    canopy::buffer<std::uint64_t> bout64(ctx(), n);
+    canopy::inclusive_segmented_scan<std::uint64_t>(ctx(), bin64.view(), bflags.view(), bout64.view(),
+                                                    canopy::plus<std::uint64_t>{});
+    expect_equal_vectors(bout64.to_host(),
+                         ref_segmented(in64, heads, 0, false, std::uint64_t(0), canopy::plus<std::uint64_t>{}),
+                         "u64 one_in=" + std::to_string(one_in));
+  }
+}
+
+TEST_P(ScanTest, RegularSegments) {
+  for (std::size_t n : {std::size_t(1), std::size_t(31), std::size_t(1025), std::size_t(4097), std::size_t(65537)})
+    for (std::size_t len : {std::size_t(1), std::size_t(2), std::size_t(31), std::size_t(640), std::size_t(4096),
+                            std::size_t(4097), n, n + 5}) {
+      const auto in = make_values<std::int32_t>(n, dist::uniform, 14);
+      auto bin = upload(in);
+      canopy::buffer<std::int32_t> bout(ctx(), n);
+      const std::string what = "n=" + std::to_string(n) + " len=" + std::to_string(len);
+      canopy::inclusive_scan_regular_segments<std::int32_t>(ctx(), bin.view(), bout.view(), len,
+                                                            canopy::plus<std::int32_t>{});
+      expect_equal_vectors(bout.to_host(), ref_segmented(in, {}, len, false, 0, canopy::plus<std::int32_t>{}),
+                           "inclusive " + what);
+      canopy::exclusive_scan_regular_segments<std::int32_t>(ctx(), bin.view(), bout.view(), len, 0,
+                                                            canopy::plus<std::int32_t>{});
+      expect_equal_vectors(bout.to_host(), ref_segmented(in, {}, len, true, 0, canopy::plus<std::int32_t>{}),
+                           "exclusive " + what);
+    }
+  // Rows of an image with a non-commutative operator.
+  const auto m = make_matrices(1920 * 7 + 5, 15);
+  auto bm = upload(m);
+  canopy::buffer<mat2> bout(ctx(), m.size());
+  canopy::inclusive_scan_regular_segments<mat2>(ctx(), bm.view(), bout.view(), 1920, mat2_mul{});
+  expect_equal_vectors(bout.to_host(), ref_segmented(m, {}, 1920, false, mat2{1, 0, 0, 1}, mat2_mul{}), "rows");
+}
+
+TEST_P(ScanTest, LargeHostSizes) {
+  // A few sizes near 2^24 (kept to one type to bound CPU time).
+  for (std::size_t n : {(std::size_t(1) << 24) - 1, (std::size_t(1) << 24) + 1}) {
+    const auto in = make_values<std::int32_t>(n, dist::uniform, 16);
+    auto bin = upload(in);
+    canopy::buffer<std::int32_t> bout(ctx(), n);
+    canopy::exclusive_scan<std::int32_t>(ctx(), bin.view(), bout.view(), 0, canopy::plus<std::int32_t>{});
+    std::vector<std::int32_t> want(n);
+    std::exclusive_scan(in.begin(), in.end(), want.begin(), 0);
+    expect_equal_vectors(bout.to_host(), want, "n=" + std::to_string(n));
+    const auto heads = make_flags(n, 1000, 17);
+    auto bflags = upload(heads);
+    canopy::inclusive_segmented_scan<std::int32_t>(ctx(), bin.view(), bflags.view(), bout.view(),
+                                                   canopy::plus<std::int32_t>{});
+    expect_equal_vectors(bout.to_host(), ref_segmented(in, heads, 0, false, 0, canopy::plus<std::int32_t>{}),
+                         "segmented n=" + std::to_string(n));
+  }
+}
+
+TEST_P(ScanTest, RefusesBadArguments) {
+  canopy::buffer<int> a(ctx(), 10), b(ctx(), 9);
+  canopy::buffer<std::uint8_t> f(ctx(), 8);
+  const canopy::plus<int> add;
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::inclusive_scan<int>(ctx(), a.view(), b.view(), add); },
+      {"canopy::inclusive_scan", "'out'", "length 9", "10"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::exclusive_scan<int>(ctx(), canopy::span<const int>(nullptr, 5, ctx().space()), a.view(), 0, add); },
+      {"canopy::exclusive_scan", "'in'", "null"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::inclusive_scan_regular_segments<int>(ctx(), a.view(), a.view(), 0, add); },
+      {"canopy::inclusive_scan_regular_segments", "'segment_length'"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::exclusive_scan_regular_segments<int>(ctx(), a.view(), a.view(), 0, 0, add); },
+      {"canopy::exclusive_scan_regular_segments", "'segment_length'"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::inclusive_segmented_scan<int>(ctx(), a.view(), f.view(), a.view(), add); },
+      {"canopy::inclusive_segmented_scan", "'head_flags'", "length 8"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::inclusive_scan<int>(ctx(), a.view().subspan(0, 9), a.view().subspan(1, 9), add); },
+      {"canopy::inclusive_scan", "overlaps"});
+  // A span of the other memory space.
+  std::vector<int> host(10);
+  const auto other = is_cuda() ? canopy::host_span(host.data(), host.size())
+                               : canopy::device_span(reinterpret_cast<int*>(std::uintptr_t(256)), 10);
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::inclusive_scan<int>(ctx(), a.view(), other, add); },
+      {"canopy::inclusive_scan", "'out'", "memory"});
+  // n == 0 with null spans is fine.
+  canopy::inclusive_scan<int>(ctx(), canopy::span<const int>{}, canopy::span<int>{}, add);
+}
+
+CANOPY_INSTANTIATE_BACKENDS(ScanTest);
+
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+// GPU-only: the sizes the issue names, and GPU == host.
+TEST(CudaScan, Int32At2Pow28MatchesHost) {
+  std::string why;
+  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
+  canopy::context ctx(canopy::backend_request::cuda);
+  const std::size_t n = std::size_t(1) << 28;
+  std::vector<std::int32_t> in(n);
+  std::mt19937 rng(18);
+  for (auto& x : in) x = std::int32_t(rng() % 2001) - 1000;
+  canopy::buffer<std::int32_t> bin(ctx, n), bout(ctx, n);
+  bin.assign(in);
+  canopy::inclusive_scan<std::int32_t>(ctx, bin.view(), bout.view(), canopy::plus<std::int32_t>{});
+  std::vector<std::int32_t> want(n);
+  canopy::inclusive_scan<std::int32_t>(canopy_test::host_context(), canopy::host_span<const std::int32_t>(in.data(), n),
+                                       canopy::host_span(want.data(), n), canopy::plus<std::int32_t>{});
+  expect_equal_vectors(bout.to_host(), want, "2^28 inclusive");
+  canopy::exclusive_scan<std::int32_t>(ctx, bin.view(), bin.view(), 0, canopy::plus<std::int32_t>{});  // in place
+  std::exclusive_scan(in.begin(), in.end(), want.begin(), 0);
+  expect_equal_vectors(bin.to_host(), want, "2^28 exclusive in place");
+}
+
+TEST(CudaScan, SegmentedLargeMatchesHost) {
+  std::string why;
+  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
+  canopy::context ctx(canopy::backend_request::cuda);
+  const std::size_t n = (std::size_t(1) << 25) + 3;
+  std::vector<std::int64_t> in(n);
+  std::mt19937 rng(19);
+  for (auto& x : in) x = std::int64_t(rng()) - (1 << 30);
+  const auto heads = make_flags(n, 100000, 20);
+  canopy::buffer<std::int64_t> bin(ctx, n), bout(ctx, n);
+  canopy::buffer<std::uint8_t> bflags(ctx, n);
+  bin.assign(in);
+  bflags.assign(heads);
+  canopy::exclusive_segmented_scan<std::int64_t>(ctx, bin.view(), bflags.view(), bout.view(), 0,
+                                                 canopy::plus<std::int64_t>{});
+  expect_equal_vectors(bout.to_host(), ref_segmented(in, heads, 0, true, std::int64_t(0), canopy::plus<std::int64_t>{}),
+                       "segmented exclusive i64");
+  canopy::inclusive_scan_regular_segments<std::int64_t>(ctx, bin.view(), bout.view(), 3840,
+                                                        canopy::maximum<std::int64_t>{});
+  expect_equal_vectors(bout.to_host(),
+                       ref_segmented(in, {}, 3840, false, std::numeric_limits<std::int64_t>::lowest(),
+                                     canopy::maximum<std::int64_t>{}),
+                       "regular max i64");
+}
+
+// Timing against CUB in the same process (median of 20 launches, cudaEvents). Prints GB/s counting
+// one read and one write per element; checks the results agree so the timing is of correct work.
+namespace {
+template <class F>
+double median_ms(canopy::context& ctx, F&& f, int reps = 20) {
+  cudaEvent_t a, b;
+  CANOPY_CUDA_CHECK(cudaEventCreate(&a));
+  CANOPY_CUDA_CHECK(cudaEventCreate(&b));
+  f();  // warm-up (pool growth, module load)
+  std::vector<float> t;
+  for (int i = 0; i < reps; ++i) {
+    CANOPY_CUDA_CHECK(cudaEventRecord(a, ctx.stream()));
+    f();
+    CANOPY_CUDA_CHECK(cudaEventRecord(b, ctx.stream()));
+    CANOPY_CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CANOPY_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  CANOPY_CUDA_CHECK(cudaEventDestroy(a));
+  CANOPY_CUDA_CHECK(cudaEventDestroy(b));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+template <class T, class Shape, bool Exclusive>
+void time_shape(canopy::context& ctx, const char* label, canopy::buffer<T>& in, canopy::buffer<T>& out, double cub_ms,
+                double copy_ms) {
+  const std::size_t n = in.size();
+  const T zero = 0;
+  const double ms = median_ms(ctx, [&] {
+    canopy::detail::launch_single_pass_scan<T, canopy::plus<T>, canopy::detail::scan_plain, Shape>(
+        ctx, in.data(), out.data(), n, nullptr, 0, Exclusive ? &zero : nullptr, canopy::plus<T>{});
+  });
+  const double gbs = 2.0 * n * sizeof(T) / (ms * 1e6);
+  std::printf("  %-34s n=2^%-2d threads=%3d items=%2d  %.4f ms  %7.1f GB/s  %5.1f%% of copy  CUB/canopy %.3f\n", label,
+              int(std::log2(double(n))), Shape::block_threads, Shape::items, ms, gbs, 100.0 * copy_ms / ms,
+              cub_ms / ms);
+}
+}  // namespace
+
+TEST(CudaScanPerf, VersusCub) {
+  std::string why;
+  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
+  canopy::context ctx(canopy::backend_request::cuda);
+  std::printf("%s\n", ctx.description().c_str());
+  for (int lg : {26, 28}) {
+    const std::size_t n = std::size_t(1) << lg;
+    {
+      using T = std::int32_t;
+      canopy::buffer<T> in(ctx, n), out(ctx, n), ref(ctx, n);
+      std::vector<T> h(n);
+      for (std::size_t i = 0; i < n; ++i) h[i] = T((i * 2654435761u) >> 28) - 7;
+      in.assign(h);
+      std::size_t temp_bytes = 0;
+      CANOPY_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, in.data(), ref.data(), int(n), ctx.stream()));
+      canopy::buffer<unsigned char> temp(ctx, temp_bytes);
+      const double cub_ms = median_ms(ctx, [&] {
+        CANOPY_CUDA_CHECK(
+            cub::DeviceScan::InclusiveSum(temp.data(), temp_bytes, in.data(), ref.data(), int(n), ctx.stream()));
+      });
+      const double copy_ms = median_ms(ctx, [&] {
+        CANOPY_CUDA_CHECK(cudaMemcpyAsync(out.data(), in.data(), n * sizeof(T), cudaMemcpyDeviceToDevice, ctx.stream()));
+      });
+      std::printf("scan_i32_inclusive n=2^%d: copy %.4f ms (%.1f GB/s), CUB %.4f ms (%.1f GB/s)\n", lg, copy_ms,
+                  2.0 * n * sizeof(T) / (copy_ms * 1e6), cub_ms, 2.0 * n * sizeof(T) / (cub_ms * 1e6));
+      using canopy::detail::tuning::scan_shape;
+      time_shape<T, scan_shape<T, T, 64, 256>, false>(ctx, "default (64 B/thread, 256)", in, out, cub_ms, copy_ms);
+      EXPECT_TRUE(out.to_host() == ref.to_host()) << "canopy and CUB disagree";
+      time_shape<T, scan_shape<T, T, 32, 256>, false>(ctx, "32 B/thread, 256", in, out, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 96, 256>, false>(ctx, "96 B/thread, 256", in, out, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 128, 256>, false>(ctx, "128 B/thread, 256", in, out, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 64, 128>, false>(ctx, "64 B/thread, 128", in, out, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 64, 512>, false>(ctx, "64 B/thread, 512", in, out, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 96, 128>, false>(ctx, "96 B/thread, 128", in, out, cub_ms, copy_ms);
+      const double api_ms = median_ms(ctx, [&] {
+        canopy::inclusive_scan<T>(ctx, in.view(), out.view(), canopy::plus<T>{});
+      });
+      std::printf("  public API canopy::inclusive_scan: %.4f ms, CUB/canopy %.3f\n", api_ms, cub_ms / api_ms);
+    }
+    {
+      using T = std::int64_t;
+      const std::size_t m = n;
+      canopy::buffer<T> in(ctx, m), out(ctx, m), ref(ctx, m);
+      std::vector<T> h(m);
+      for (std::size_t i = 0; i < m; ++i) h[i] = T((i * 2654435761u) >> 20) - 77;
+      in.assign(h);
+      std::size_t temp_bytes = 0;
+      CANOPY_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, in.data(), ref.data(), int(m), ctx.stream()));
+      canopy::buffer<unsigned char> temp(ctx, temp_bytes);
+      const double cub_ms = median_ms(ctx, [&] {
+        CANOPY_CUDA_CHECK(
+            cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, in.data(), ref.data(), int(m), ctx.stream()));
+      });
+      const double copy_ms = median_ms(ctx, [&] {
+        CANOPY_CUDA_CHECK(cudaMemcpyAsync(out.data(), in.data(), m * sizeof(T), cudaMemcpyDeviceToDevice, ctx.stream()));
+      });
+      std::printf("scan_i64_exclusive n=2^%d: copy %.4f ms, CUB %.4f ms (%.1f GB/s)\n", lg, copy_ms, cub_ms,
+                  2.0 * m * sizeof(T) / (cub_ms * 1e6));
+      using canopy::detail::tuning::scan_shape;
+      time_shape<T, scan_shape<T, T, 64, 256>, true>(ctx, "default (64 B/thread, 256)", in, out, cub_ms, copy_ms);
+      EXPECT_TRUE(out.to_host() == ref.to_host()) << "canopy and CUB disagree";
+      time_shape<T, scan_shape<T, T, 128, 256>, true>(ctx, "128 B/thread, 256", in, out, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 96, 256>, true>(ctx, "96 B/thread, 256", in, out, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 128, 128>, true>(ctx, "128 B/thread, 128", in, out, cub_ms, copy_ms);
+    }
+  }
+}
+#endif
