@@ -7,6 +7,7 @@
 #pragma once
 
 #include <canopy/structures/bvh.hpp>
+#include <canopy/structures/scene.hpp>
 
 #include <cstdint>
 #include <vector>

@@ -175,6 +175,7 @@ class bvh_builder {
   buffer<std::uint64_t> codes64_;            // 63-bit codes (or 30-bit codes widened)
   buffer<std::uint32_t> codes32_;
   buffer<aabb> primitive_boxes_;             // per input primitive
+  buffer<aabb> centroid_boxes_;              // per input primitive: centroid as a point box (reduce input)
   buffer<std::uint32_t> counters_;           // per internal node, for the bottom-up passes
   buffer<float> node_costs_;                 // per node SAH cost of its subtree (optimize)
   buffer<std::uint32_t> subtree_sizes_;      // per node primitive count (optimize)

@@ -66,15 +66,30 @@ CANOPY_HD inline void bvh_traverse_ray(const bvh_view& bvh, const ray& r, float&
   }
 }
 
+//! Vertices of triangle `prim`; false (the triangle is skipped) when an index is out of range.
+CANOPY_HD inline bool fetch_triangle(span<const vec3> vertices, span<const std::uint32_t> indices, std::uint32_t prim,
+                                     vec3& a, vec3& b, vec3& c) {
+  const std::size_t base = 3 * std::size_t(prim);
+  if (base + 2 >= indices.size()) return false;
+  const std::uint32_t ia = indices[base], ib = indices[base + 1], ic = indices[base + 2];
+  const std::size_t nv = vertices.size();
+  if (ia >= nv || ib >= nv || ic >= nv) return false;
+  a = vertices[ia];
+  b = vertices[ib];
+  c = vertices[ic];
+  return true;
+}
+
 //! Closest hit of r among the triangles (vertices, indices: 3 per triangle) the tree was built over.
-CANOPY_HD inline hit bvh_trace_closest(const bvh_view& bvh, const vec3* vertices, const std::uint32_t* indices,
-                                       const ray& r) {
+CANOPY_HD inline hit bvh_trace_closest(const bvh_view& bvh, span<const vec3> vertices,
+                                       span<const std::uint32_t> indices, const ray& r) {
   hit best = miss_hit();
   float tmax = r.tmax;
   bvh_traverse_ray(bvh, r, tmax, [&](std::uint32_t prim, float& t_limit) {
-    const vec3 a = vertices[indices[3 * prim]], b = vertices[indices[3 * prim + 1]], c = vertices[indices[3 * prim + 2]];
+    vec3 a, b, c;
     float t, u, v;
-    if (intersect_triangle(r, a, b, c, t_limit, t, u, v) && (t < best.t || (t == best.t && prim < best.primitive))) {
+    if (fetch_triangle(vertices, indices, prim, a, b, c) && intersect_triangle(r, a, b, c, t_limit, t, u, v) &&
+        (t < best.t || (t == best.t && prim < best.primitive))) {
       best = hit{t, prim, u, v};
       t_limit = t;
     }
@@ -84,14 +99,14 @@ CANOPY_HD inline hit bvh_trace_closest(const bvh_view& bvh, const vec3* vertices
 }
 
 //! True when any triangle meets r's segment [tmin, tmax] (shadow rays); stops at the first hit.
-CANOPY_HD inline bool bvh_trace_any(const bvh_view& bvh, const vec3* vertices, const std::uint32_t* indices,
+CANOPY_HD inline bool bvh_trace_any(const bvh_view& bvh, span<const vec3> vertices, span<const std::uint32_t> indices,
                                     const ray& r) {
   bool found = false;
   float tmax = r.tmax;
   bvh_traverse_ray(bvh, r, tmax, [&](std::uint32_t prim, float& t_limit) {
-    const vec3 a = vertices[indices[3 * prim]], b = vertices[indices[3 * prim + 1]], c = vertices[indices[3 * prim + 2]];
+    vec3 a, b, c;
     float t, u, v;
-    found = intersect_triangle(r, a, b, c, t_limit, t, u, v);
+    found = fetch_triangle(vertices, indices, prim, a, b, c) && intersect_triangle(r, a, b, c, t_limit, t, u, v);
     return found;
   });
   return found;

@@ -1,0 +1,186 @@
+// canopy/structures/detail/dof_functors.cuh — the per-pixel and per-tile functors of SAT depth of
+// field, written once for canopy::for_each on both backends. Used by dof.cu.
+#pragma once
+
+#include <canopy/core/config.hpp>
+#include <canopy/structures/dof.hpp>
+#include <canopy/structures/sat.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace canopy::detail::dof {
+
+constexpr int tile = 16;
+
+CANOPY_HD inline float clamp01(float v) { return v < 0.f ? 0.f : (v > 1.f ? 1.f : v); }
+
+//! Gather radius (pixels) from a signed CoC diameter.
+CANOPY_HD inline float radius_of(float coc, int max_radius) {
+  const float r = 0.5f * (coc < 0.f ? -coc : coc);
+  return r < float(max_radius) ? r : float(max_radius);
+}
+
+//! Stage 1 + 2: CoC and the two premultiplied u16 RGBW layers.
+struct coc_and_layers {
+  const std::uint32_t* colour;
+  const float* depth;
+  float* coc;
+  std::uint16_t* far_layer;
+  std::uint16_t* near_layer;
+  thin_lens lens;
+  int width, max_radius;
+  bool near_field, far_weighting;
+  CANOPY_HD void operator()(std::size_t i) const {
+    const float c = coc_diameter_px(lens, depth[i], width);
+    coc[i] = c;
+    const float r = radius_of(c, max_radius);
+    const unsigned blur_w = unsigned(255.f * clamp01(r - 0.5f) + 0.5f);
+    const bool is_near = c < 0.f && near_field;
+    unsigned wf, wn;
+    if (far_weighting) {
+      wf = is_near || c <= 0.f ? 0u : blur_w;
+      wn = is_near ? blur_w : 0u;
+    } else {  // classic: one table of plain colour; the near layer gets the near pixels unweighted
+      wf = is_near ? 0u : 255u;
+      wn = is_near ? 255u : 0u;
+    }
+    const std::uint32_t p = colour[i];
+    for (int k = 0; k < 3; ++k) {
+      const unsigned ch = (p >> (8 * k)) & 0xffu;
+      far_layer[4 * i + k] = std::uint16_t(ch * wf);
+      near_layer[4 * i + k] = std::uint16_t(ch * wn);
+    }
+    far_layer[4 * i + 3] = std::uint16_t(wf);
+    near_layer[4 * i + 3] = std::uint16_t(wn);
+  }
+};
+
+//! Stage 3a: largest near-field radius per tile (0 when none reaches 0.5).
+struct near_tile_max {
+  const float* coc;
+  float* tiles;
+  int width, height, tiles_x, max_radius;
+  CANOPY_HD void operator()(std::size_t t) const {
+    const int tx = int(t % std::size_t(tiles_x)), ty = int(t / std::size_t(tiles_x));
+    float m = 0.f;
+    for (int y = ty * tile; y < ty * tile + tile && y < height; ++y)
+      for (int x = tx * tile; x < tx * tile + tile && x < width; ++x) {
+        const float c = coc[std::size_t(y) * std::size_t(width) + std::size_t(x)];
+        if (c < 0.f) {
+          const float r = radius_of(c, max_radius);
+          m = r > m ? r : m;
+        }
+      }
+    tiles[t] = m >= 0.5f ? m : 0.f;
+  }
+};
+
+//! Stage 3b: a tile's near reach = the largest radius of any tile whose blur can reach it
+//! (Chebyshev pixel distance between the tiles' closest pixels <= that radius).
+struct near_tile_dilate {
+  const float* tiles;
+  float* dilated;
+  int tiles_x, tiles_y, reach;  // reach = ceil(max_radius / tile) tiles
+  CANOPY_HD void operator()(std::size_t t) const {
+    const int tx = int(t % std::size_t(tiles_x)), ty = int(t / std::size_t(tiles_x));
+    float m = 0.f;
+    for (int dy = -reach; dy <= reach; ++dy)
+      for (int dx = -reach; dx <= reach; ++dx) {
+        const int x = tx + dx, y = ty + dy;
+        if (x < 0 || y < 0 || x >= tiles_x || y >= tiles_y) continue;
+        const int ax = dx < 0 ? -dx : dx, ay = dy < 0 ? -dy : dy;
+        const int cheb = ax > ay ? ax : ay;
+        const float gap = cheb == 0 ? 0.f : float((cheb - 1) * tile + 1);
+        const float r = tiles[std::size_t(y) * std::size_t(tiles_x) + std::size_t(x)];
+        if (r >= gap && r > m) m = r;
+      }
+    dilated[t] = m;
+  }
+};
+
+//! Weighted sums of the four channels over the kernel of radius r around (x, y), and its area.
+//! Exact in u32 wrap-around arithmetic: every true sum is below 129^2 * 65025 < 2^32.
+struct kernel_sum {
+  std::uint32_t s[4];
+  std::uint32_t area;
+};
+
+CANOPY_HD inline void add_box(const sat_view<std::uint32_t>& v, int x0, int y0, int x1, int y1, int sign,
+                              kernel_sum& k) {
+  for (int c = 0; c < 4; ++c) {
+    const std::uint32_t b = v.box_sum(x0, y0, x1, y1, c);
+    k.s[c] = sign > 0 ? k.s[c] + b : k.s[c] - b;
+  }
+  const std::uint32_t a = std::uint32_t(v.box_area(x0, y0, x1, y1));
+  k.area = sign > 0 ? k.area + a : k.area - a;
+}
+
+CANOPY_HD inline kernel_sum gather(const sat_view<std::uint32_t>& v, int x, int y, int r, dof_kernel shape) {
+  kernel_sum k{{0, 0, 0, 0}, 0};
+  if (shape == dof_kernel::box || r < 2) {
+    add_box(v, x - r, y - r, x + r, y + r, +1, k);
+    return k;
+  }
+  // Union of H = [-a, a] x [-b, b], V = [-b, b] x [-a, a] and S = [-s, s]^2 with (a, b) and (s, s)
+  // on the circle: a = r cos 22.5, b = r sin 22.5, s = r cos 45. b < s < a, so
+  // |H u V u S| = H + V + S - (H n S) - (V n S).
+  const int a = int(0.9239f * float(r) + 0.5f), b = int(0.3827f * float(r) + 0.5f), s = int(0.7071f * float(r) + 0.5f);
+  add_box(v, x - a, y - b, x + a, y + b, +1, k);
+  add_box(v, x - b, y - a, x + b, y + a, +1, k);
+  add_box(v, x - s, y - s, x + s, y + s, +1, k);
+  add_box(v, x - s, y - b, x + s, y + b, -1, k);
+  add_box(v, x - b, y - s, x + b, y + s, -1, k);
+  return k;
+}
+
+//! Stage 5: gather and composite; one call per pixel.
+struct gather_pixel {
+  const std::uint32_t* colour;
+  const float* coc;
+  const float* near_reach;  // per tile
+  std::uint32_t* out;
+  sat_view<std::uint32_t> far_sat, near_sat;
+  int width, tiles_x, max_radius;
+  dof_kernel shape;
+  bool near_field;
+  CANOPY_HD void operator()(std::size_t i) const {
+    const int x = int(i % std::size_t(width)), y = int(i / std::size_t(width));
+    const std::uint32_t p = colour[i];
+    const float c = coc[i];
+    const float r = radius_of(c, max_radius);
+    float rgb[3] = {float(p & 0xffu), float((p >> 8) & 0xffu), float((p >> 16) & 0xffu)};
+    bool changed = false;
+    if (r >= 0.5f && (c > 0.f || !near_field)) {
+      const kernel_sum k = gather(far_sat, x, y, int(r + 0.5f), shape);
+      if (k.s[3] > 0) {
+        for (int j = 0; j < 3; ++j) rgb[j] = float(k.s[j]) / float(k.s[3]);
+        changed = true;
+      }
+    }
+    if (near_field) {
+      const float reach = near_reach[std::size_t(y / tile) * std::size_t(tiles_x) + std::size_t(x / tile)];
+      if (reach >= 0.5f) {
+        const kernel_sum k = gather(near_sat, x, y, int(reach + 0.5f), shape);
+        if (k.s[3] > 0) {
+          const float alpha = clamp01(2.f * float(k.s[3]) / (255.f * float(k.area)));
+          for (int j = 0; j < 3; ++j) rgb[j] += alpha * (float(k.s[j]) / float(k.s[3]) - rgb[j]);
+          changed = true;
+        }
+      }
+    }
+    if (!changed) {
+      out[i] = p;
+      return;
+    }
+    std::uint32_t q = p & 0xff000000u;
+    for (int j = 0; j < 3; ++j) {
+      const float v = rgb[j] + 0.5f;
+      const std::uint32_t b = v <= 0.f ? 0u : (v >= 255.f ? 255u : std::uint32_t(v));
+      q |= b << (8 * j);
+    }
+    out[i] = q;
+  }
+};
+
+}  // namespace canopy::detail::dof

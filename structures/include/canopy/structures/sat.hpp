@@ -1,0 +1,194 @@
+// canopy/structures/sat.hpp — summed-area tables of 1 to 4 channel images, and O(1) box queries.
+//
+//   canopy::summed_area_table<std::uint32_t> sat(ctx);
+//   sat.build(image_rgba8, width, height, 4);              // every frame; buffers are kept
+//   auto v = sat.view();                                    // CANOPY_HD, pass it to kernels
+//   std::uint32_t s = v.box_sum(x0, y0, x1, y1, channel);   // inclusive box, O(1)
+//
+// Layout. Images and tables are tightly packed, row-major, channels interleaved: element
+// (x, y, c) sits at index (y * width + x) * channels + c. The table is inclusive:
+// S(x, y, c) = sum of image(x', y', c) over 0 <= x' <= x, 0 <= y' <= y.
+//
+// Table types (In -> Table):
+//   - u8, u16, u32 -> u32 or u64: exact. A u32 table holds every entry modulo 2^32. Box sums are
+//     formed with the same wrap-around arithmetic (S11 - S01 - S10 + S00 mod 2^32), and that is
+//     exact as long as the true sum over the box is below 2^32, however large the entries
+//     themselves have grown (an 8192 x 8192 image of 255 overflows the table 4 times over, yet
+//     every box of fewer than 16.8 M pixels sums exactly). Use u64 when a single box can reach 2^32.
+//   - f32 -> f32 or f64: each channel has an offset m_c, an estimate of its mean from a 16 x 16 grid
+//     of samples, subtracted before summation and added back by box_sum (m_c * area). Entries then
+//     stay near zero instead of growing with x * y, which keeps the absolute rounding error of a
+//     box sum at about (width + height) * eps(Table) * sum |v - m_c| over the image in the worst
+//     case, and much less in practice (see docs/sat.md for measured numbers). Use f64 when boxes
+//     must be exact to float precision over 4K and larger images.
+//
+// Algorithms (CUDA backend; the host backend runs rows then columns with oneTBB):
+//   - single_pass: one kernel reads the image once and writes the table once. The image is cut
+//     into 32 x 128 tiles taken in raster order; each tile publishes its row sums and column sums
+//     and finds its row carries (from tiles to its left) and column carries (from tiles above) by
+//     decoupled look-back, as in a single-pass scan, but in two dimensions.
+//   - two_pass: the plain baseline. Row prefix sums (one warp per row), then column prefix sums
+//     over the table (one thread per column): one image read, one table read, two table writes.
+#pragma once
+
+#include <canopy/core/buffer.hpp>
+#include <canopy/core/context.hpp>
+#include <canopy/core/span.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace canopy {
+
+//! Which algorithm builds a table on the CUDA backend. The host backend has one algorithm.
+enum class sat_algorithm : std::uint8_t {
+  automatic,    //!< single_pass
+  single_pass,  //!< one image read, one table write; 2D decoupled look-back over 32 x 128 tiles
+  two_pass,     //!< rows, then columns: the baseline
+};
+
+//! "automatic", "single_pass" or "two_pass".
+const char* to_string(sat_algorithm a) noexcept;
+
+//! Options of build_sat().
+struct sat_options {
+  sat_algorithm algorithm = sat_algorithm::automatic;  //!< CUDA only; ignored on the host backend
+};
+
+//! True for the (image type, table type) pairs canopy builds tables for.
+template <class In, class Table>
+inline constexpr bool sat_supported_v =
+    ((std::is_same_v<In, std::uint8_t> || std::is_same_v<In, std::uint16_t> ||
+      std::is_same_v<In, std::uint32_t>) &&
+     (std::is_same_v<Table, std::uint32_t> || std::is_same_v<Table, std::uint64_t>)) ||
+    (std::is_same_v<In, float> && (std::is_same_v<Table, float> || std::is_same_v<Table, double>));
+
+//! True when Table is a floating-point table (which carries per-channel offsets).
+template <class Table>
+inline constexpr bool sat_has_offset_v = std::is_floating_point_v<Table>;
+
+//! A read-only view of a summed-area table, usable in kernels (CANOPY_HD) and on the host.
+//! The pointers live in the memory space of the context that built the table.
+template <class Table>
+struct sat_view {
+  const Table* table = nullptr;   //!< width * height * channels entries, layout as above
+  const Table* offset = nullptr;  //!< `channels` offsets for float tables, nullptr for integer tables
+  int width = 0;
+  int height = 0;
+  int channels = 0;
+
+  //! S(x, y, c); 0 when x < 0 or y < 0 (the empty prefix). x, y must not exceed the last pixel.
+  CANOPY_HD Table at(int x, int y, int c) const {
+    if (x < 0 || y < 0) return Table(0);
+    return table[(std::size_t(y) * std::size_t(width) + std::size_t(x)) * std::size_t(channels) + std::size_t(c)];
+  }
+
+  //! Number of pixels of the inclusive box [x0, x1] x [y0, y1] after clipping to the image.
+  CANOPY_HD std::int64_t box_area(int x0, int y0, int x1, int y1) const {
+    clip(x0, y0, x1, y1);
+    if (x0 > x1 || y0 > y1) return 0;
+    return std::int64_t(x1 - x0 + 1) * std::int64_t(y1 - y0 + 1);
+  }
+
+  //! Sum of channel c over the inclusive box [x0, x1] x [y0, y1], clipped to the image; 0 when the
+  //! clipped box is empty. Four table reads. Integer tables: exact modulo 2^bits (see above).
+  //! Float tables: the offset times the area is added back.
+  CANOPY_HD Table box_sum(int x0, int y0, int x1, int y1, int c) const {
+    clip(x0, y0, x1, y1);
+    if (x0 > x1 || y0 > y1) return Table(0);
+    const Table s = at(x1, y1, c) - at(x0 - 1, y1, c) - at(x1, y0 - 1, c) + at(x0 - 1, y0 - 1, c);
+    if constexpr (sat_has_offset_v<Table>) {
+      return s + offset[c] * Table(std::int64_t(x1 - x0 + 1) * std::int64_t(y1 - y0 + 1));
+    } else {
+      return s;
+    }
+  }
+
+  //! Mean of channel c over the clipped box; 0 when it is empty.
+  CANOPY_HD double box_mean(int x0, int y0, int x1, int y1, int c) const {
+    const std::int64_t area = box_area(x0, y0, x1, y1);
+    return area > 0 ? double(box_sum(x0, y0, x1, y1, c)) / double(area) : 0.0;
+  }
+
+ private:
+  CANOPY_HD void clip(int& x0, int& y0, int& x1, int& y1) const {
+    x0 = x0 < 0 ? 0 : x0;
+    y0 = y0 < 0 ? 0 : y0;
+    x1 = x1 > width - 1 ? width - 1 : x1;
+    y1 = y1 > height - 1 ? height - 1 : y1;
+  }
+};
+
+//! Builds the summed-area table of `image` (width x height x channels, layout above) into `table`
+//! (same number of elements), on the context's stream; returns without synchronising on CUDA.
+//! `offset` receives `channels` per-channel offsets for float tables and must be empty for
+//! integer tables. Both spans live in the context's memory space.
+//!
+//! Supported: In in {u8, u16, u32} with Table in {u32, u64}; In = f32 with Table in {f32, f64}.
+//! channels in 1..4; width, height >= 0 (0 builds nothing), width * height * channels < 2^31.
+//! Complexity: O(width * height * channels) work. Temporary memory from ctx.resource():
+//! single_pass: (2 * (32 + 128) * channels * sizeof(Table) + 8) bytes per 32 x 128 tile (about
+//! 1/13 of the table for u32 RGBA) + 4 bytes; two_pass and host: none (float tables: 8 * channels
+//! bytes for the offset sum). Stable API.
+template <class In, class Table>
+void build_sat(context& ctx, span<const In> image, int width, int height, int channels, span<Table> table,
+               span<Table> offset, const sat_options& options = {});
+
+//! Owns a summed-area table and its offsets, and keeps both from one build to the next (buffers
+//! grow, never shrink). Non-copyable; the context must outlive it.
+template <class Table>
+class summed_area_table {
+ public:
+  explicit summed_area_table(context& ctx) : ctx_(&ctx), table_(ctx, 0), offset_(ctx, 0) {}
+
+  //! Builds the table of `image`; see build_sat().
+  template <class In>
+  void build(span<const In> image, int width, int height, int channels, const sat_options& options = {}) {
+    static_assert(sat_supported_v<In, Table>, "canopy::summed_area_table: unsupported image/table type pair");
+    require(width >= 0 && height >= 0, "canopy::summed_area_table::build", "width/height", "must be >= 0");
+    require(channels >= 1 && channels <= 4, "canopy::summed_area_table::build", "channels",
+            "must be 1..4, got " + std::to_string(channels));
+    const std::size_t n =
+        checked_mul(checked_mul(std::size_t(width), std::size_t(height), "canopy::summed_area_table::build", "width"),
+                    std::size_t(channels), "canopy::summed_area_table::build", "channels");
+    table_.resize_discard(n);
+    offset_.resize_discard(sat_has_offset_v<Table> ? std::size_t(channels) : 0);
+    build_sat<In, Table>(*ctx_, image, width, height, channels, table_.view(), offset_.view(), options);
+    width_ = width;
+    height_ = height;
+    channels_ = channels;
+  }
+
+  //! The table of the last build, for kernels and host code in the context's memory space.
+  sat_view<Table> view() const {
+    sat_view<Table> v;
+    v.table = table_.data();
+    v.offset = sat_has_offset_v<Table> ? offset_.data() : nullptr;
+    v.width = width_;
+    v.height = height_;
+    v.channels = channels_;
+    return v;
+  }
+  span<const Table> table() const { return table_.view(); }
+  span<const Table> offset() const { return offset_.view(); }
+  int width() const noexcept { return width_; }
+  int height() const noexcept { return height_; }
+  int channels() const noexcept { return channels_; }
+
+ private:
+  context* ctx_;
+  buffer<Table> table_;
+  buffer<Table> offset_;
+  int width_ = 0, height_ = 0, channels_ = 0;
+};
+
+//! Box filter with a per-pixel radius: out(x, y, c) = mean of channel c over the box
+//! [x - r, x + r] x [y - r, y + r] clipped to the image, where r = radius[y * width + x]
+//! (negative radii count as 0). `out` has width * height * channels floats; `radius` has
+//! width * height entries; both in the context's memory space. O(1) per pixel (four table reads per
+//! channel). Returns without synchronising on CUDA. No temporary memory.
+template <class Table>
+void box_filter(context& ctx, const sat_view<Table>& sat, span<const std::int32_t> radius, span<float> out);
+
+}  // namespace canopy
