@@ -1,0 +1,281 @@
+// canopy-bench — every canopy primitive side by side with its CUB/Thrust twin, in one process.
+//
+//   canopy-bench [--backend auto|host|cuda] [--sizes 20,24,26,28] [--filter sort,scan_i32]
+//                [--quick] [--runs 20] [--warmup 3] [--out path.json|-] [--commit sha] [--list]
+//                [--corrupt-output]
+//
+// Exit status: 0 when every variant that ran matched its baseline; 1 on a mismatch or an error;
+// 2 on a bad command line; 77 when --backend cuda is asked for and no device is usable (CTest
+// reports the GPU smoke test as skipped then).
+#include "harness.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#if CANOPY_HAS_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#ifndef CANOPY_BENCH_COMMIT
+#define CANOPY_BENCH_COMMIT "unknown"
+#endif
+#ifndef CANOPY_BENCH_RESULTS_DIR
+#define CANOPY_BENCH_RESULTS_DIR "."
+#endif
+
+namespace {
+
+using canopy_bench::options;
+
+void usage(std::FILE* f) {
+  std::fprintf(f,
+               "usage: canopy-bench [options]\n"
+               "  --backend B     auto | host | cuda (default: CANOPY_BACKEND, else auto)\n"
+               "  --sizes LIST    comma-separated sizes: k or 2^k means 2^k elements (k <= 40), larger\n"
+               "                  numbers are element counts (default 20,24,26,28)\n"
+               "  --filter LIST   comma-separated substrings; runs the variants whose name contains one\n"
+               "  --quick         tiny sizes (0, 1, 4097, 65537), 1 warm-up, 3 timed runs: a smoke test\n"
+               "  --runs N        timed runs per side, median reported (default 20)\n"
+               "  --warmup N      untimed runs per side first (default 3)\n"
+               "  --out PATH      JSON file (default bench/results/<device>-<date>.json; '-' for none)\n"
+               "  --commit SHA    commit recorded in the JSON (default: CANOPY_COMMIT, else configure time)\n"
+               "  --seed N        random seed of the inputs\n"
+               "  --list          print the variant names and exit\n"
+               "  --corrupt-output  flip canopy's last output element before each check (must fail)\n");
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::size_t parse_size(const std::string& text) {
+  std::string t = text;
+  bool power = false;
+  if (t.rfind("2^", 0) == 0) t = t.substr(2), power = true;
+  if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
+    throw canopy::invalid_argument("canopy-bench: argument '--sizes': '" + text + "' is not a size");
+  const unsigned long long v = std::stoull(t);
+  if (power || v <= 40) {
+    if (v > 40) throw canopy::invalid_argument("canopy-bench: argument '--sizes': 2^" + t + " is too large");
+    return std::size_t(1) << v;
+  }
+  return static_cast<std::size_t>(v);
+}
+
+int parse_int(const std::string& text, const char* flag, int lo) {
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < lo || v > 100000)
+    throw canopy::invalid_argument(std::string("canopy-bench: argument '") + flag + "': '" + text +
+                                   "' is not an integer >= " + std::to_string(lo));
+  return static_cast<int>(v);
+}
+
+std::string utc_date() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+std::string size_label(std::size_t n) {
+  if (n >= 1024 && (n & (n - 1)) == 0) {
+    int k = 0;
+    while ((std::size_t(1) << k) != n) ++k;
+    return "2^" + std::to_string(k);
+  }
+  return std::to_string(n);
+}
+
+#if CANOPY_HAS_CUDA
+//! Gives the cached blocks of the context's CUDA pool back between variants, so that one variant's
+//! large buffers do not crowd the next one out (the pool never releases memory by itself).
+void trim_pool(canopy::context& ctx) {
+  if (!ctx.is_cuda()) return;
+  if (auto* pool = dynamic_cast<canopy::cuda_pool_resource*>(&ctx.resource())) {
+    ctx.synchronize();
+    CANOPY_CUDA_CHECK(cudaMemPoolTrimTo(pool->pool(), 0));
+  }
+}
+#else
+void trim_pool(canopy::context&) {}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options opts;
+  std::optional<canopy::backend_request> request;
+  bool list = false, sizes_given = false, runs_given = false, warmup_given = false;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      const auto value = [&]() -> std::string {
+        if (i + 1 >= argc) throw canopy::invalid_argument("canopy-bench: argument '" + a + "': needs a value");
+        return argv[++i];
+      };
+      if (a == "--help" || a == "-h") {
+        usage(stdout);
+        return 0;
+      } else if (a == "--backend") {
+        request = canopy::parse_backend_request(value(), "--backend");
+      } else if (a == "--sizes") {
+        opts.sizes.clear();
+        for (const std::string& s : split_list(value())) opts.sizes.push_back(parse_size(s));
+        sizes_given = true;
+      } else if (a == "--filter") {
+        opts.filters = split_list(value());
+      } else if (a == "--quick") {
+        opts.quick = true;
+      } else if (a == "--runs") {
+        opts.runs = parse_int(value(), "--runs", 1);
+        runs_given = true;
+      } else if (a == "--warmup") {
+        opts.warmup = parse_int(value(), "--warmup", 0);
+        warmup_given = true;
+      } else if (a == "--out") {
+        opts.out = value();
+      } else if (a == "--commit") {
+        opts.commit = value();
+      } else if (a == "--seed") {
+        opts.seed = std::stoull(value());
+      } else if (a == "--corrupt-output") {
+        canopy_bench::corrupt_output() = true;
+      } else if (a == "--list") {
+        list = true;
+      } else {
+        usage(stderr);
+        throw canopy::invalid_argument("canopy-bench: unknown argument '" + a + "'");
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  if (opts.quick) {
+    if (!sizes_given) opts.sizes = {0, 1, 4097, 65537};
+    if (!runs_given) opts.runs = 3;
+    if (!warmup_given) opts.warmup = 1;
+  }
+  if (opts.sizes.empty()) opts.sizes = {std::size_t(1) << 20, std::size_t(1) << 24, std::size_t(1) << 26,
+                                        std::size_t(1) << 28};
+
+  std::vector<canopy_bench::variant> all;
+  canopy_bench::register_scan(all);
+  canopy_bench::register_select(all);
+  canopy_bench::register_sort_32(all);
+  canopy_bench::register_sort_64(all);
+  canopy_bench::register_merge_sort(all);
+  canopy_bench::register_segmented_sort(all);
+  canopy_bench::register_split(all);
+  std::vector<canopy_bench::variant> chosen;
+  for (const auto& v : all) {
+    bool keep = opts.filters.empty();
+    for (const auto& f : opts.filters) keep = keep || v.name.find(f) != std::string::npos;
+    if (keep) chosen.push_back(v);
+  }
+  if (list) {
+    for (const auto& v : chosen) std::printf("%s\n", v.name.c_str());
+    return 0;
+  }
+  if (chosen.empty()) {
+    std::fprintf(stderr, "canopy-bench: --filter matches no variant (see --list)\n");
+    return 2;
+  }
+
+  if (request == canopy::backend_request::cuda) {
+    std::string why;
+    if (!canopy::cuda_usable(&why)) {
+      std::fprintf(stderr, "canopy-bench: CUDA backend requested but unusable: %s\n", why.c_str());
+      return 77;
+    }
+  }
+
+  int failures = 0;
+  try {
+    canopy::context ctx{canopy::context_options{request}};
+    canopy_bench::env e(ctx, opts);
+    std::string commit = opts.commit;
+    if (commit.empty())
+      if (const char* c = std::getenv("CANOPY_COMMIT"); c && *c) commit = c;
+    if (commit.empty()) commit = CANOPY_BENCH_COMMIT;
+    std::fprintf(stderr, "canopy-bench: %s\ncanopy-bench: commit %s, %d timed runs (median) after %d warm-up\n",
+                 ctx.description().c_str(), commit.c_str(), opts.runs, opts.warmup);
+
+    // Copy bandwidth: 1 GiB each way on the GPU (well past L2), 256 MiB on the host, less for --quick.
+    const std::size_t copy_bytes = opts.quick ? (std::size_t(16) << 20)
+                                              : ctx.is_cuda() ? (std::size_t(1) << 30) : (std::size_t(256) << 20);
+    e.set_copy_gbps(canopy_bench::measure_copy_bandwidth(e, copy_bytes));
+    trim_pool(ctx);
+    std::fprintf(stderr, "canopy-bench: copy bandwidth %.1f GB/s (read + write)\n", e.copy_gbps());
+
+    std::vector<canopy_bench::result> results;
+    const std::size_t total = chosen.size() * opts.sizes.size();
+    std::size_t step = 0;
+    for (const auto& v : chosen) {
+      for (std::size_t n : opts.sizes) {
+        ++step;
+        std::fprintf(stderr, "[%zu/%zu] %s n=%s\n", step, total, v.name.c_str(), size_label(n).c_str());
+        canopy_bench::result r;
+        r.primitive = v.primitive;
+        r.variant = v.name;
+        r.n = n;
+        const std::size_t need = v.bytes_needed(n);
+        if (need > e.memory_budget()) {
+          r.state = canopy_bench::result::status::skipped;
+          r.note = "needs " + std::to_string(need >> 20) + " MiB, budget " +
+                   std::to_string(e.memory_budget() >> 20) + " MiB";
+        } else {
+          try {
+            v.run(e, n, r);
+          } catch (const std::exception& ex) {
+            r.state = canopy_bench::result::status::mismatch;
+            r.note = std::string("error: ") + ex.what();
+            std::fprintf(stderr, "\n*** ERROR *** %s n=%zu: %s\n", v.name.c_str(), n, ex.what());
+          }
+          trim_pool(ctx);
+        }
+        if (r.state == canopy_bench::result::status::mismatch) ++failures;
+        results.push_back(r);
+      }
+    }
+
+    canopy_bench::print_table(results, e.copy_gbps());
+    std::size_t unavailable = 0;
+    for (const auto& r : results) unavailable += r.state == canopy_bench::result::status::unavailable;
+    if (unavailable)
+      std::printf("%zu row(s) not run: their canopy primitive is missing from this tree.\n", unavailable);
+
+    if (opts.out != "-") {
+      const std::string device = ctx.device().name;
+      const std::string path = opts.out.empty() ? std::string(CANOPY_BENCH_RESULTS_DIR) + "/" +
+                                                      canopy_bench::sanitise_device_name(device) + "-" + utc_date() +
+                                                      ".json"
+                                                : opts.out;
+      canopy_bench::write_json(path, device, commit, e.copy_gbps(), results);
+      std::printf("results written to %s\n", path.c_str());
+    }
+  } catch (const std::exception& ex) {
+    std::fprintf(stderr, "canopy-bench: %s\n", ex.what());
+    return 1;
+  }
+  if (failures) {
+    std::fprintf(stderr, "canopy-bench: %d FAILED row(s): canopy's result differs from the baseline or an error occurred\n",
+                 failures);
+    return 1;
+  }
+  return 0;
+}
