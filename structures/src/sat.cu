@@ -1,0 +1,170 @@
+// Summed-area tables: argument checks, dispatch to the host functors or the CUDA kernels, and the
+// explicit instantiations of every supported (image, table) pair.
+#include <canopy/core/buffer.hpp>
+#include <canopy/core/for_each.hpp>
+#include <canopy/structures/detail/sat_functors.cuh>
+#include <canopy/structures/detail/sat_kernels.cuh>
+#include <canopy/structures/sat.hpp>
+
+#include <string>
+
+namespace canopy {
+
+const char* to_string(sat_algorithm a) noexcept {
+  switch (a) {
+    case sat_algorithm::automatic: return "automatic";
+    case sat_algorithm::single_pass: return "single_pass";
+    case sat_algorithm::two_pass: return "two_pass";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr const char* kBuild = "canopy::build_sat";
+
+// Rows, then columns, with for_each; the host backend's algorithm (also correct on CUDA, slow).
+template <class In, class Table>
+void build_rows_then_columns_for_each(context& ctx, const In* image, Table* table, int width, int height,
+                                      int channels, const Table* offset) {
+  for_each(ctx, std::size_t(height), detail::sat::row_prefix<In, Table>{image, table, offset, width, channels});
+  const std::size_t row_elements = std::size_t(width) * std::size_t(channels);
+  const std::size_t group = ctx.is_cuda() ? 1 : 256;
+  for_each(ctx, (row_elements + group - 1) / group,
+           detail::sat::column_prefix<Table>{table, row_elements, height, group});
+}
+
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+template <class In, class Table, int C>
+void launch_single_pass(context& ctx, const In* image, Table* table, int width, int height, const Table* offset) {
+  namespace k = detail::sat;
+  const int tiles_x = (width + k::tile_cols - 1) / k::tile_cols;
+  const int tiles_y = (height + k::tile_rows - 1) / k::tile_rows;
+  const std::size_t tiles = std::size_t(tiles_x) * std::size_t(tiles_y);
+  // One buffer holds flags and counter (reset by one memset) and the descriptor values.
+  const std::size_t flag_words = 2 * tiles + 1;
+  const std::size_t value_bytes = tiles * 2 * std::size_t(k::tile_rows + k::tile_cols) * C * sizeof(Table);
+  const std::size_t flag_bytes = ((flag_words * sizeof(unsigned) + 255) / 256) * 256;
+  buffer<unsigned char> scratch(ctx, flag_bytes + value_bytes);
+  CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch.data(), 0, flag_words * sizeof(unsigned), ctx.stream()));
+  k::tile_descriptors<Table> d;
+  unsigned* flags = reinterpret_cast<unsigned*>(scratch.data());
+  d.counter = flags;
+  d.row_flag = flags + 1;
+  d.col_flag = flags + 1 + tiles;
+  Table* values = reinterpret_cast<Table*>(scratch.data() + flag_bytes);
+  d.row_aggregate = values;
+  d.row_inclusive = d.row_aggregate + tiles * k::tile_rows * C;
+  d.col_aggregate = d.row_inclusive + tiles * k::tile_rows * C;
+  d.col_inclusive = d.col_aggregate + tiles * k::tile_cols * C;
+  k::sat_single_pass_kernel<In, Table, C>
+      <<<unsigned(tiles), k::block_threads, 0, ctx.stream()>>>(image, table, width, height, offset, tiles_x, d);
+  CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
+}
+
+template <class In, class Table, int C>
+void launch_two_pass(context& ctx, const In* image, Table* table, int width, int height, const Table* offset) {
+  constexpr int rows_per_block = 8;
+  detail::sat::sat_row_kernel<In, Table, C>
+      <<<unsigned((height + rows_per_block - 1) / rows_per_block), 32 * rows_per_block, 0, ctx.stream()>>>(
+          image, table, width, height, offset);
+  CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_row_kernel");
+  const std::size_t row_elements = std::size_t(width) * C;
+  for_each(ctx, row_elements, detail::sat::column_prefix<Table>{table, row_elements, height, 1});
+}
+
+template <class In, class Table, int C>
+void build_cuda(context& ctx, const In* image, Table* table, int width, int height, const Table* offset,
+                sat_algorithm algorithm) {
+  if (algorithm == sat_algorithm::two_pass) launch_two_pass<In, Table, C>(ctx, image, table, width, height, offset);
+  else launch_single_pass<In, Table, C>(ctx, image, table, width, height, offset);
+}
+#endif
+
+}  // namespace
+
+template <class In, class Table>
+void build_sat(context& ctx, span<const In> image, int width, int height, int channels, span<Table> table,
+               span<Table> offset, const sat_options& options) {
+  static_assert(sat_supported_v<In, Table>, "canopy::build_sat: unsupported image/table type pair");
+  require(width >= 0, kBuild, "width", "must be >= 0, got " + std::to_string(width));
+  require(height >= 0, kBuild, "height", "must be >= 0, got " + std::to_string(height));
+  require(channels >= 1 && channels <= 4, kBuild, "channels", "must be 1..4, got " + std::to_string(channels));
+  const std::size_t n = checked_mul(checked_mul(std::size_t(width), std::size_t(height), kBuild, "width"),
+                                    std::size_t(channels), kBuild, "channels");
+  require(n < (std::size_t(1) << 31), kBuild, "width", "width * height * channels must be below 2^31");
+  require(image.size() == n, kBuild, "image",
+          "has " + std::to_string(image.size()) + " elements, width * height * channels = " + std::to_string(n));
+  require(table.size() == n, kBuild, "table",
+          "has " + std::to_string(table.size()) + " elements, width * height * channels = " + std::to_string(n));
+  const std::size_t offsets = sat_has_offset_v<Table> ? std::size_t(channels) : 0;
+  require(offset.size() == offsets, kBuild, "offset",
+          "has " + std::to_string(offset.size()) + " elements, expected " + std::to_string(offsets) +
+              (offsets ? " (one per channel)" : " (integer tables have no offsets)"));
+  check_span(image, ctx.space(), kBuild, "image");
+  check_span(table, ctx.space(), kBuild, "table");
+  check_span(offset, ctx.space(), kBuild, "offset");
+  if (n == 0) return;
+
+  const Table* off = sat_has_offset_v<Table> ? offset.data() : nullptr;
+  if (!ctx.is_cuda()) {
+    if constexpr (sat_has_offset_v<Table>)
+      for_each(ctx, std::size_t(channels),
+               detail::sat::sample_mean<In, Table>{image.data(), offset.data(), width, height, channels});
+    build_rows_then_columns_for_each(ctx, image.data(), table.data(), width, height, channels, off);
+    return;
+  }
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+  if constexpr (sat_has_offset_v<Table>) {
+    detail::sat::sat_offset_kernel<In, Table>
+        <<<1, 256, 0, ctx.stream()>>>(image.data(), offset.data(), width, height, channels);
+    CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_offset_kernel");
+  }
+  switch (channels) {
+    case 1: build_cuda<In, Table, 1>(ctx, image.data(), table.data(), width, height, off, options.algorithm); break;
+    case 2: build_cuda<In, Table, 2>(ctx, image.data(), table.data(), width, height, off, options.algorithm); break;
+    case 3: build_cuda<In, Table, 3>(ctx, image.data(), table.data(), width, height, off, options.algorithm); break;
+    default: build_cuda<In, Table, 4>(ctx, image.data(), table.data(), width, height, off, options.algorithm); break;
+  }
+#else
+  detail::throw_cuda_from_host_compiler(kBuild);
+#endif
+}
+
+template <class Table>
+void box_filter(context& ctx, const sat_view<Table>& sat, span<const std::int32_t> radius, span<float> out) {
+  constexpr const char* fn = "canopy::box_filter";
+  require(sat.width >= 0 && sat.height >= 0, fn, "sat", "negative size");
+  const std::size_t pixels = std::size_t(sat.width) * std::size_t(sat.height);
+  require(pixels == 0 || (sat.channels >= 1 && sat.channels <= 4), fn, "sat", "channels must be 1..4");
+  require(pixels == 0 || sat.table != nullptr, fn, "sat", "null table");
+  require(!sat_has_offset_v<Table> || pixels == 0 || sat.offset != nullptr, fn, "sat", "float table without offsets");
+  require(radius.size() == pixels, fn, "radius",
+          "has " + std::to_string(radius.size()) + " entries, width * height = " + std::to_string(pixels));
+  require(out.size() == pixels * std::size_t(sat.channels > 0 ? sat.channels : 0), fn, "out",
+          "has " + std::to_string(out.size()) + " entries, width * height * channels = " +
+              std::to_string(pixels * std::size_t(sat.channels > 0 ? sat.channels : 0)));
+  check_span(radius, ctx.space(), fn, "radius");
+  check_span(out, ctx.space(), fn, "out");
+  for_each(ctx, pixels, detail::sat::box_filter_pixel<Table>{sat, radius.data(), out.data()});
+}
+
+#define CANOPY_SAT_INSTANTIATE(In, Table)                                                                    \
+  template void build_sat<In, Table>(context&, span<const In>, int, int, int, span<Table>, span<Table>, \
+                                     const sat_options&);
+CANOPY_SAT_INSTANTIATE(std::uint8_t, std::uint32_t)
+CANOPY_SAT_INSTANTIATE(std::uint8_t, std::uint64_t)
+CANOPY_SAT_INSTANTIATE(std::uint16_t, std::uint32_t)
+CANOPY_SAT_INSTANTIATE(std::uint16_t, std::uint64_t)
+CANOPY_SAT_INSTANTIATE(std::uint32_t, std::uint32_t)
+CANOPY_SAT_INSTANTIATE(std::uint32_t, std::uint64_t)
+CANOPY_SAT_INSTANTIATE(float, float)
+CANOPY_SAT_INSTANTIATE(float, double)
+#undef CANOPY_SAT_INSTANTIATE
+
+template void box_filter<std::uint32_t>(context&, const sat_view<std::uint32_t>&, span<const std::int32_t>, span<float>);
+template void box_filter<std::uint64_t>(context&, const sat_view<std::uint64_t>&, span<const std::int32_t>, span<float>);
+template void box_filter<float>(context&, const sat_view<float>&, span<const std::int32_t>, span<float>);
+template void box_filter<double>(context&, const sat_view<double>&, span<const std::int32_t>, span<float>);
+
+}  // namespace canopy

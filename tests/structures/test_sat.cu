@@ -1,0 +1,511 @@
+// Summed-area tables: every image/table type pair and channel count against 64-bit / double
+// references, box queries against brute-force sums, wrap-around exactness of u32 tables, the float
+// error bound, both CUDA algorithms against the host backend, and argument errors.
+#include "common/backends.hpp"
+
+#include <canopy/structures/sat.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+using canopy_test::BackendTest;
+
+namespace {
+
+template <class T>
+const char* type_name() {
+  if constexpr (std::is_same_v<T, std::uint8_t>) return "u8";
+  else if constexpr (std::is_same_v<T, std::uint16_t>) return "u16";
+  else if constexpr (std::is_same_v<T, std::uint32_t>) return "u32";
+  else if constexpr (std::is_same_v<T, std::uint64_t>) return "u64";
+  else if constexpr (std::is_same_v<T, float>) return "f32";
+  else return "f64";
+}
+
+enum class distribution { uniform_full, all_max, checker_extremes, large_offset };
+
+template <class In>
+std::vector<In> make_image(int w, int h, int c, distribution d, std::uint64_t seed) {
+  std::vector<In> img(std::size_t(w) * h * c);
+  std::mt19937_64 rng(seed);
+  for (std::size_t i = 0; i < img.size(); ++i) {
+    const std::size_t pixel = i / std::size_t(c);
+    const bool odd = ((pixel % std::size_t(w)) + pixel / std::size_t(w)) & 1;
+    if constexpr (std::is_floating_point_v<In>) {
+      std::uniform_real_distribution<float> u(0.f, 1.f);
+      switch (d) {
+        case distribution::uniform_full: img[i] = u(rng); break;
+        case distribution::all_max: img[i] = 1.f; break;
+        case distribution::checker_extremes: img[i] = odd ? 1.f : -1.f; break;
+        case distribution::large_offset: img[i] = 1000.f + u(rng); break;
+      }
+    } else {
+      const In mx = std::numeric_limits<In>::max();
+      switch (d) {
+        case distribution::uniform_full: img[i] = In(rng()); break;
+        case distribution::all_max: img[i] = mx; break;
+        case distribution::checker_extremes: img[i] = odd ? mx : In(0); break;
+        case distribution::large_offset: img[i] = In(mx - In(rng() % 7)); break;
+      }
+    }
+  }
+  return img;
+}
+
+// Reference: inclusive SAT by the 2D recurrence, in u64 (integers, exact) or long double over the
+// offset-subtracted values (floats).
+template <class In, class Table>
+using ref_t = std::conditional_t<std::is_same_v<Table, double>, long double,
+                                 std::conditional_t<std::is_same_v<Table, float>, double, std::uint64_t>>;
+
+template <class In, class Table>
+std::vector<ref_t<In, Table>> reference_table(const std::vector<In>& img, int w, int h, int c,
+                                              const std::vector<Table>& offset) {
+  using R = ref_t<In, Table>;
+  std::vector<R> s(img.size());
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int k = 0; k < c; ++k) {
+        const std::size_t i = (std::size_t(y) * w + x) * c + k;
+        R v = R(img[i]);
+        if constexpr (std::is_floating_point_v<Table>) v -= R(offset[k]);
+        if (x > 0) v += s[i - c];
+        if (y > 0) v += s[i - std::size_t(w) * c];
+        if (x > 0 && y > 0) v -= s[i - std::size_t(w) * c - c];
+        s[i] = v;
+      }
+  return s;
+}
+
+// Bound on the absolute error of a float table entry: every entry is a sum of at most
+// width + height + 64 partial sums (row chain, column chain, in-tile scans), none larger than
+// 4 * max |S_ref|, each addition adding at most eps times its result.
+template <class Table>
+long double entry_bound(int w, int h, long double max_abs_entry) {
+  return (long double)std::numeric_limits<Table>::epsilon() * (w + h + 64) * 4 * std::max<long double>(max_abs_entry, 1);
+}
+
+struct box {
+  int x0, y0, x1, y1;
+};
+
+std::vector<box> random_boxes(int w, int h, int count, std::uint64_t seed) {
+  std::mt19937 rng{unsigned(seed)};
+  std::vector<box> boxes = {{0, 0, w - 1, h - 1}, {0, 0, 0, 0}, {w - 1, h - 1, w - 1, h - 1},
+                            {-5, -3, w + 4, h + 9}, {w / 2, h / 2, w / 2 - 1, h / 2}};  // last: empty
+  for (int i = 0; i < count; ++i) {
+    std::uniform_int_distribution<int> ux(-3, w + 2), uy(-3, h + 2), ext(0, 150);
+    const int x0 = ux(rng), y0 = uy(rng);
+    boxes.push_back({x0, y0, x0 + ext(rng), y0 + ext(rng)});
+  }
+  return boxes;
+}
+
+template <class In, class Table>
+std::string label(int w, int h, int c, canopy::sat_algorithm a, distribution d) {
+  return std::string(type_name<In>()) + "->" + type_name<Table>() + " " + std::to_string(w) + "x" +
+         std::to_string(h) + "x" + std::to_string(c) + " " + canopy::to_string(a) + " dist " +
+         std::to_string(int(d));
+}
+
+// Builds on ctx, checks entries and box sums; returns the table read back.
+template <class In, class Table>
+std::vector<Table> check_case(canopy::context& ctx, int w, int h, int c, canopy::sat_algorithm a, distribution d,
+                              std::uint64_t seed, int box_count = 40) {
+  SCOPED_TRACE((label<In, Table>(w, h, c, a, d)));
+  const std::vector<In> img = make_image<In>(w, h, c, d, seed);
+  canopy::buffer<In> image(ctx, img.size());
+  image.assign(img);
+  canopy::summed_area_table<Table> sat(ctx);
+  canopy::sat_options opt;
+  opt.algorithm = a;
+  sat.template build<In>(image.view(), w, h, c, opt);
+  std::vector<Table> table(sat.table().size()), offset(sat.offset().size());
+  canopy::copy(ctx, sat.table(), canopy::host_span(table.data(), table.size()));
+  canopy::copy(ctx, sat.offset(), canopy::host_span(offset.data(), offset.size()));
+  ctx.synchronize();
+  EXPECT_EQ(table.size(), img.size());
+  if (img.empty()) return table;
+
+  const auto ref = reference_table<In, Table>(img, w, h, c, offset);
+  long double max_abs = 0, max_err = 0;
+  std::size_t bad = 0;
+  if constexpr (std::is_floating_point_v<Table>) {
+    for (auto v : ref) max_abs = std::max(max_abs, (long double)std::fabs(v));
+    const long double bound = entry_bound<Table>(w, h, max_abs);
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      const long double e = std::fabs((long double)table[i] - (long double)ref[i]);
+      max_err = std::max(max_err, e);
+      if (!(e <= bound) && bad++ < 5) ADD_FAILURE() << "entry " << i << ": " << table[i] << " vs " << (double)ref[i];
+    }
+  } else {
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      if (table[i] != Table(ref[i]) && bad++ < 5)
+        ADD_FAILURE() << "entry " << i << ": " << table[i] << " vs " << Table(ref[i]) << " (mod 2^" << 8 * sizeof(Table) << ")";
+  }
+  EXPECT_EQ(bad, 0u);
+
+  // Box sums through the public view (read on the host copy) against brute-force sums.
+  canopy::sat_view<Table> v;
+  v.table = table.data();
+  v.offset = offset.empty() ? nullptr : offset.data();
+  v.width = w;
+  v.height = h;
+  v.channels = c;
+  for (const box& b : random_boxes(w, h, box_count, seed ^ 0x5eed)) {
+    const int x0 = std::max(b.x0, 0), y0 = std::max(b.y0, 0), x1 = std::min(b.x1, w - 1), y1 = std::min(b.y1, h - 1);
+    for (int k = 0; k < c; ++k) {
+      long double exact_f = 0;
+      std::uint64_t exact_i = 0;
+      for (int y = y0; y <= y1; ++y)
+        for (int x = x0; x <= x1; ++x) {
+          const In p = img[(std::size_t(y) * w + x) * c + k];
+          exact_f += (long double)p;
+          if constexpr (!std::is_floating_point_v<In>) exact_i += std::uint64_t(p);
+        }
+      const Table got = v.box_sum(b.x0, b.y0, b.x1, b.y1, k);
+      if constexpr (std::is_floating_point_v<Table>) {
+        // Four entries, each within the entry bound, plus the offset term.
+        const long double bound = 4 * entry_bound<Table>(w, h, max_abs) +
+                                  std::fabs(exact_f) * 4 * std::numeric_limits<Table>::epsilon();
+        EXPECT_LE(std::fabs((long double)got - exact_f), bound) << "box " << b.x0 << "," << b.y0 << "," << b.x1 << "," << b.y1;
+      } else {
+        EXPECT_EQ(got, Table(exact_i)) << "box " << b.x0 << "," << b.y0 << "," << b.x1 << "," << b.y1
+                                       << " (exact modulo 2^" << 8 * sizeof(Table) << ")";
+        if (exact_i < (std::uint64_t(1) << 32) || sizeof(Table) == 8) {
+          EXPECT_EQ(std::uint64_t(got), exact_i) << "box sum below 2^bits must be exact";
+        }
+      }
+      if (x0 <= x1 && y0 <= y1) {
+        const double area = double(x1 - x0 + 1) * double(y1 - y0 + 1);
+        EXPECT_EQ(v.box_area(b.x0, b.y0, b.x1, b.y1), std::int64_t(area));
+      } else {
+        EXPECT_EQ(got, Table(0));
+        EXPECT_EQ(v.box_area(b.x0, b.y0, b.x1, b.y1), 0);
+      }
+    }
+  }
+  return table;
+}
+
+std::vector<canopy::sat_algorithm> algorithms(const canopy::context& ctx) {
+  if (ctx.is_cuda()) return {canopy::sat_algorithm::single_pass, canopy::sat_algorithm::two_pass};
+  return {canopy::sat_algorithm::automatic};
+}
+
+template <class In, class Table>
+void all_shapes(canopy::context& ctx, const std::vector<std::pair<int, int>>& sizes, distribution d) {
+  for (auto [w, h] : sizes)
+    for (int c = 1; c <= 4; ++c)
+      for (auto a : algorithms(ctx)) check_case<In, Table>(ctx, w, h, c, a, d, std::uint64_t(w) * 131 + h * 7 + c);
+}
+
+template <class F>
+void every_pair(F&& f) {
+  f(std::uint8_t{}, std::uint32_t{});
+  f(std::uint8_t{}, std::uint64_t{});
+  f(std::uint16_t{}, std::uint32_t{});
+  f(std::uint16_t{}, std::uint64_t{});
+  f(std::uint32_t{}, std::uint32_t{});
+  f(std::uint32_t{}, std::uint64_t{});
+  f(float{}, float{});
+  f(float{}, double{});
+}
+
+template <class ExceptionType, class F>
+void expect_error(F&& statement, std::initializer_list<const char*> fragments) {
+  try {
+    statement();
+    ADD_FAILURE() << "expected an exception";
+  } catch (const ExceptionType& e) {
+    const std::string what = e.what();
+    for (const char* f : fragments) EXPECT_NE(what.find(f), std::string::npos) << "'" << f << "' not in: " << what;
+  }
+}
+
+}  // namespace
+
+class SatTest : public BackendTest {};
+
+TEST_P(SatTest, EveryTypeAndChannelCountAtAwkwardSmallSizes) {
+  const std::vector<std::pair<int, int>> sizes = {{1, 1}, {1, 1025}, {769, 1}, {2, 2}, {33, 31}, {129, 33}, {257, 65}};
+  every_pair([&](auto in, auto table) { all_shapes<decltype(in), decltype(table)>(ctx(), sizes, distribution::uniform_full); });
+}
+
+TEST_P(SatTest, EveryTypeAndChannelCountAt1023x769) {
+  every_pair([&](auto in, auto table) {
+    using In = decltype(in);
+    using Table = decltype(table);
+    for (int c = 1; c <= 4; ++c)
+      for (auto a : algorithms(ctx())) check_case<In, Table>(ctx(), 1023, 769, c, a, distribution::uniform_full, 77 + c, 12);
+  });
+}
+
+TEST_P(SatTest, HostileDistributions) {
+  for (auto d : {distribution::all_max, distribution::checker_extremes, distribution::large_offset})
+    for (auto a : algorithms(ctx())) {
+      check_case<std::uint8_t, std::uint32_t>(ctx(), 300, 211, 4, a, d, 5);
+      check_case<std::uint16_t, std::uint32_t>(ctx(), 300, 211, 3, a, d, 6);
+      check_case<std::uint32_t, std::uint32_t>(ctx(), 131, 67, 2, a, d, 7);
+      check_case<std::uint32_t, std::uint64_t>(ctx(), 131, 67, 1, a, d, 8);
+      check_case<float, float>(ctx(), 300, 211, 4, a, d, 9);
+      check_case<float, double>(ctx(), 300, 211, 2, a, d, 10);
+    }
+}
+
+TEST_P(SatTest, U32TableWrapsYetSmallBoxesStayExact) {
+  // Values near 2^21: entries pass 2^32 after ~2048 pixels and wrap dozens of times; any box of at
+  // most 2047 pixels still has a true sum below 2^32 and must come out exact.
+  const int w = 401, h = 203;
+  std::vector<std::uint32_t> img(std::size_t(w) * h);
+  std::mt19937 rng(3);
+  for (auto& v : img) v = (1u << 21) - 1 - (rng() & 0xffff);
+  auto image = upload(img);
+  canopy::summed_area_table<std::uint32_t> sat(ctx());
+  sat.build<std::uint32_t>(image.view(), w, h, 1);
+  std::vector<std::uint32_t> t(img.size());
+  canopy::copy(ctx(), sat.table(), canopy::host_span(t.data(), t.size()));
+  ctx().synchronize();
+  std::uint64_t last = 0;
+  for (std::size_t i = 0; i < img.size(); ++i) last += img[i];
+  ASSERT_GT(last, std::uint64_t(30) << 32) << "the test must actually wrap";
+  canopy::sat_view<std::uint32_t> v{t.data(), nullptr, w, h, 1};
+  std::mt19937 pick(11);
+  for (int i = 0; i < 400; ++i) {
+    const int bw = 1 + int(pick() % 45), bh = 1 + int(pick() % 45);
+    if (bw * bh > 2047) continue;
+    const int x0 = int(pick() % unsigned(w - bw + 1)), y0 = int(pick() % unsigned(h - bh + 1));
+    std::uint64_t exact = 0;
+    for (int y = y0; y < y0 + bh; ++y)
+      for (int x = x0; x < x0 + bw; ++x) exact += img[std::size_t(y) * w + x];
+    ASSERT_LT(exact, std::uint64_t(1) << 32);
+    EXPECT_EQ(std::uint64_t(v.box_sum(x0, y0, x0 + bw - 1, y0 + bh - 1, 0)), exact);
+  }
+}
+
+TEST_P(SatTest, FloatOffsetKeepsLargeValuedImagesAccurate) {
+  // 1000 + noise: without the offset, f32 entries reach ~8e8 and a small box loses all noise.
+  const int w = 1023, h = 769;
+  const auto img = make_image<float>(w, h, 1, distribution::large_offset, 21);
+  auto image = upload(img);
+  canopy::summed_area_table<float> sat(ctx());
+  sat.build<float>(image.view(), w, h, 1);
+  std::vector<float> t(img.size()), off(1);
+  canopy::copy(ctx(), sat.table(), canopy::host_span(t.data(), t.size()));
+  canopy::copy(ctx(), sat.offset(), canopy::host_span(off.data(), 1));
+  ctx().synchronize();
+  EXPECT_NEAR(off[0], 1000.5f, 0.1f);
+  canopy::sat_view<float> v{t.data(), off.data(), w, h, 1};
+  double worst = 0;
+  std::mt19937 pick(5);
+  for (int i = 0; i < 300; ++i) {
+    const int x0 = int(pick() % unsigned(w - 8)), y0 = int(pick() % unsigned(h - 8));
+    const int x1 = std::min(w - 1, x0 + int(pick() % 16)), y1 = std::min(h - 1, y0 + int(pick() % 16));
+    double exact = 0;
+    for (int y = y0; y <= y1; ++y)
+      for (int x = x0; x <= x1; ++x) exact += img[std::size_t(y) * w + x];
+    const double area = double(x1 - x0 + 1) * double(y1 - y0 + 1);
+    // The noise is in [0, 1); the mean must come out to better than 1% of it.
+    const double err = std::fabs(double(v.box_sum(x0, y0, x1, y1, 0)) - exact) / area;
+    worst = std::max(worst, err);
+    EXPECT_LT(err, 0.01) << "box " << x0 << "," << y0 << "," << x1 << "," << y1;
+  }
+  RecordProperty("worst_mean_error", std::to_string(worst));
+}
+
+TEST_P(SatTest, BoxFilterMatchesBruteForce) {
+  const int w = 67, h = 45, c = 3;
+  const auto img = make_image<std::uint8_t>(w, h, c, distribution::uniform_full, 4);
+  std::vector<std::int32_t> radius(std::size_t(w) * h);
+  std::mt19937 rng(8);
+  for (auto& r : radius) r = int(rng() % 13) - 2;  // -2..10; negatives count as 0
+  auto image = upload(img);
+  auto rad = upload(radius);
+  canopy::summed_area_table<std::uint32_t> sat(ctx());
+  sat.build<std::uint8_t>(image.view(), w, h, c);
+  canopy::buffer<float> out(ctx(), img.size());
+  canopy::box_filter(ctx(), sat.view(), rad.view(), out.view());
+  const auto got = out.to_host();
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const int r = std::max(0, radius[std::size_t(y) * w + x]);
+      for (int k = 0; k < c; ++k) {
+        double s = 0;
+        int n = 0;
+        for (int yy = std::max(0, y - r); yy <= std::min(h - 1, y + r); ++yy)
+          for (int xx = std::max(0, x - r); xx <= std::min(w - 1, x + r); ++xx, ++n) s += img[(std::size_t(yy) * w + xx) * c + k];
+        ASSERT_NEAR(got[(std::size_t(y) * w + x) * c + k], s / n, 1e-3) << x << "," << y << "," << k;
+      }
+    }
+}
+
+TEST_P(SatTest, ZeroSizedImagesBuildNothing) {
+  canopy::summed_area_table<std::uint32_t> sat(ctx());
+  canopy::buffer<std::uint8_t> empty(ctx(), 0);
+  sat.build<std::uint8_t>(empty.view(), 0, 17, 3);
+  sat.build<std::uint8_t>(empty.view(), 9, 0, 1);
+  EXPECT_EQ(sat.table().size(), 0u);
+  canopy::summed_area_table<float> fsat(ctx());
+  canopy::buffer<float> fempty(ctx(), 0);
+  fsat.build<float>(fempty.view(), 0, 0, 4);
+  EXPECT_EQ(fsat.table().size(), 0u);
+  canopy::buffer<float> out(ctx(), 0);
+  canopy::buffer<std::int32_t> r(ctx(), 0);
+  canopy::box_filter(ctx(), sat.view(), r.view(), out.view());
+}
+
+TEST_P(SatTest, BadArgumentsAreNamed) {
+  canopy::buffer<std::uint8_t> image(ctx(), 12);
+  canopy::buffer<std::uint32_t> table(ctx(), 12);
+  canopy::buffer<float> fimage(ctx(), 12), ftable(ctx(), 12), foff(ctx(), 3);
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::build_sat<std::uint8_t, std::uint32_t>(ctx(), image.view(), 4, 3, 5, table.view(), {}); },
+      {"canopy::build_sat", "channels"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::build_sat<std::uint8_t, std::uint32_t>(ctx(), image.view(), 5, 3, 1, table.view(), {}); },
+      {"canopy::build_sat", "image"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::build_sat<std::uint8_t, std::uint32_t>(ctx(), image.view(), -4, 3, 1, table.view(), {}); },
+      {"canopy::build_sat", "width"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::build_sat<std::uint8_t, std::uint32_t>(ctx(), image.view(), 4, 3, 1, table.view().first(11), {}); },
+      {"canopy::build_sat", "table"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::build_sat<float, float>(ctx(), fimage.view(), 4, 3, 1, ftable.view(), foff.view()); },
+      {"canopy::build_sat", "offset"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::build_sat<std::uint8_t, std::uint32_t>(ctx(), image.view(), 65536, 65536, 1, table.view(), {}); },
+      {"canopy::build_sat", "2^31"});
+  std::vector<std::uint8_t> host(12);
+  std::vector<std::uint32_t> host_table(12);
+  if (is_cuda()) {
+    expect_error<canopy::invalid_argument>(
+        [&] {
+          canopy::build_sat<std::uint8_t, std::uint32_t>(ctx(), canopy::host_span<const std::uint8_t>(host.data(), 12), 4,
+                                                         3, 1, table.view(), {});
+        },
+        {"canopy::build_sat", "image", "host memory"});
+  }
+  expect_error<canopy::invalid_argument>(
+      [&] {
+        canopy::build_sat<std::uint8_t, std::uint32_t>(ctx(), canopy::span<const std::uint8_t>(nullptr, 12, ctx().space()),
+                                                       4, 3, 1, table.view(), {});
+      },
+      {"canopy::build_sat", "image", "null"});
+  canopy::buffer<std::int32_t> radius(ctx(), 5);
+  canopy::buffer<float> out(ctx(), 12);
+  canopy::summed_area_table<std::uint32_t> sat(ctx());
+  sat.build<std::uint8_t>(image.view(), 4, 3, 1);
+  expect_error<canopy::invalid_argument>([&] { canopy::box_filter(ctx(), sat.view(), radius.view(), out.view()); },
+                                         {"canopy::box_filter", "radius"});
+}
+
+CANOPY_INSTANTIATE_BACKENDS(SatTest);
+
+// ---------------------------------------------------------------------------------------------
+// GPU-only: large images, and the CUDA algorithms against the host backend.
+
+class CudaSat : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!canopy::cuda_usable(&why)) GTEST_SKIP() << "CUDA backend unusable here: " << why;
+    ctx_ = std::make_unique<canopy::context>(canopy::backend_request::cuda);
+  }
+  canopy::context& ctx() { return *ctx_; }
+  std::unique_ptr<canopy::context> ctx_;
+};
+
+TEST_F(CudaSat, BothAlgorithmsMatchTheHostBackend) {
+  every_pair([&](auto in, auto table_tag) {
+    using In = decltype(in);
+    using Table = decltype(table_tag);
+    for (int c = 1; c <= 4; ++c) {
+      const int w = 1023, h = 769;
+      const auto img = make_image<In>(w, h, c, distribution::uniform_full, 900 + c);
+      std::vector<Table> ref;
+      double max_abs = 0;
+      {
+        canopy::context& host = canopy_test::host_context();
+        canopy::buffer<In> image(host, img.size());
+        image.assign(img);
+        canopy::summed_area_table<Table> sat(host);
+        sat.template build<In>(image.view(), w, h, c);
+        ref = std::vector<Table>(sat.table().begin(), sat.table().end());
+        for (Table x : ref) max_abs = std::max(max_abs, std::fabs(double(x)));
+      }
+      for (auto a : {canopy::sat_algorithm::single_pass, canopy::sat_algorithm::two_pass}) {
+        SCOPED_TRACE((label<In, Table>(w, h, c, a, distribution::uniform_full)));
+        canopy::buffer<In> image(ctx(), img.size());
+        image.assign(img);
+        canopy::summed_area_table<Table> sat(ctx());
+        canopy::sat_options opt;
+        opt.algorithm = a;
+        sat.template build<In>(image.view(), w, h, c, opt);
+        std::vector<Table> got(sat.table().size());
+        canopy::copy(ctx(), sat.table(), canopy::host_span(got.data(), got.size()));
+        ctx().synchronize();
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          bool ok;
+          if constexpr (std::is_floating_point_v<Table>) {
+            // Different summation orders: both sides are within entry_bound of the truth.
+            ok = std::fabs(double(got[i]) - double(ref[i])) <=
+                 2 * double(entry_bound<Table>(w, h, (long double)max_abs));
+          } else {
+            ok = got[i] == ref[i];
+          }
+          if (!ok && bad++ < 3) ADD_FAILURE() << "element " << i << ": " << got[i] << " vs host " << ref[i];
+        }
+        EXPECT_EQ(bad, 0u);
+      }
+    }
+  });
+}
+
+TEST_F(CudaSat, Rgba8And4096x4096) {
+  for (auto a : {canopy::sat_algorithm::single_pass, canopy::sat_algorithm::two_pass}) {
+    check_case<std::uint8_t, std::uint32_t>(ctx(), 4096, 4096, 4, a, distribution::uniform_full, 42, 8);
+    check_case<float, float>(ctx(), 4096, 4096, 1, a, distribution::uniform_full, 43, 8);
+  }
+}
+
+TEST_F(CudaSat, WrapAround8192SquareOf255) {
+  // 255 * 8192 * 8192 = 1.7e10: the table wraps four times, yet every entry equals
+  // 255 (x + 1)(y + 1) mod 2^32 and every box below 2^32 sums exactly.
+  const int w = 8192, h = 8192;
+  canopy::buffer<std::uint8_t> image(ctx(), std::size_t(w) * h);
+  image.fill_bytes(255);
+  for (auto a : {canopy::sat_algorithm::single_pass, canopy::sat_algorithm::two_pass}) {
+    canopy::summed_area_table<std::uint32_t> sat(ctx());
+    canopy::sat_options opt;
+    opt.algorithm = a;
+    sat.build<std::uint8_t>(image.view(), w, h, 1, opt);
+    std::vector<std::uint32_t> host(std::size_t(w) * h);
+    canopy::copy(ctx(), sat.table(), canopy::host_span(host.data(), host.size()));
+    ctx().synchronize();
+    std::size_t bad = 0;
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) {
+        const std::uint32_t want = std::uint32_t(255ull * std::uint64_t(x + 1) * std::uint64_t(y + 1));
+        if (host[std::size_t(y) * w + x] != want && bad++ < 3) ADD_FAILURE() << x << "," << y << " " << canopy::to_string(a);
+      }
+    EXPECT_EQ(bad, 0u);
+    canopy::sat_view<std::uint32_t> v{host.data(), nullptr, w, h, 1};
+    std::mt19937 rng(1);
+    for (int i = 0; i < 1000; ++i) {
+      const int x0 = int(rng() % w), y0 = int(rng() % h);
+      const int x1 = std::min(w - 1, x0 + int(rng() % 4096)), y1 = std::min(h - 1, y0 + int(rng() % 4096));
+      const std::uint64_t exact = 255ull * std::uint64_t(x1 - x0 + 1) * std::uint64_t(y1 - y0 + 1);
+      if (exact < (1ull << 32)) {
+        EXPECT_EQ(v.box_sum(x0, y0, x1, y1, 0), exact);
+      }
+    }
+  }
+}
