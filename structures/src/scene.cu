@@ -2,6 +2,7 @@
 #include <canopy/core/for_each.hpp>
 #include <canopy/structures/scene.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -119,10 +120,10 @@ wave_sphere make_wave_sphere(std::size_t min_triangles, float radius) {
   require(radius > 0.0f && std::isfinite(radius), "canopy::make_wave_sphere", "radius", "must be finite and > 0");
   wave_sphere s;
   s.radius = radius;
-  // 2 * r * (2r) = 4 r^2 triangles.
-  s.rings = std::uint32_t(std::ceil(std::sqrt(double(min_triangles) / 4.0)));
+  // 2 * rings * segments triangles; rings = floor(sqrt(n / 4)), then segments (>= 2 rings) grow one at a time.
+  s.rings = std::uint32_t(std::floor(std::sqrt(double(min_triangles) / 4.0)));
   if (s.rings < 1) s.rings = 1;
-  s.segments = 2 * s.rings;
+  s.segments = std::max<std::uint32_t>(3, 2 * s.rings);
   while (s.triangle_count() < min_triangles) ++s.segments;
   return s;
 }
