@@ -1,16 +1,23 @@
 # Graphics dependencies of the apps, all from Debian's packages:
-#   glfw3 (libglfw3-dev), glm (libglm-dev), imgui (libimgui-dev, pkg-config; its static library
-#   holds the GLFW and OpenGL3 backends), EGL/GL (libegl-dev, libgl-dev), and a GL 4.5 core + EGL
-#   1.5 loader generated at configure time by glad (python3-glad, --reproducible: no download).
-# Defines canopy::glad and canopy::imgui, and sets CANOPY_GRAPHICS_FOUND.
+#   glfw3 (libglfw3-dev), glm (libglm-dev), imgui (libimgui-dev; its static library holds the GLFW
+#   and OpenGL3 backends), stb (libstb-dev, for stb_image_write), EGL/GL (libegl-dev, libgl-dev),
+#   and a GL 4.5 core + EGL 1.5 loader generated at configure time by glad (python3-glad,
+#   --reproducible: no download).
+# Defines canopy::glad, canopy::imgui and canopy::stb, and sets CANOPY_GRAPHICS_FOUND.
+#
+# Machines without Debian packages (the GPU machine) put the packages' files under a prefix on
+# CMAKE_PREFIX_PATH; imgui and stb are therefore found by path, not only through pkg-config (whose
+# .pc files name /usr). CANOPY_GLAD_DIR may point at a loader generated elsewhere, so glad itself
+# is not needed there.
 find_package(glfw3 3.3 QUIET)
 find_package(glm QUIET)
-find_package(PkgConfig QUIET)
 find_package(OpenGL QUIET COMPONENTS OpenGL EGL)
 find_program(CANOPY_GLAD_EXECUTABLE glad)
-if(PkgConfig_FOUND)
-  pkg_check_modules(IMGUI QUIET IMPORTED_TARGET imgui)
-endif()
+find_path(CANOPY_IMGUI_INCLUDE_DIR imgui.h PATH_SUFFIXES imgui)
+find_library(CANOPY_IMGUI_LIBRARY NAMES libimgui.a imgui)
+find_path(CANOPY_STB_INCLUDE_DIR stb/stb_image_write.h)
+find_library(CANOPY_STB_LIBRARY NAMES stb)  # libstb0: imgui's font atlas needs stb_rect_pack/stb_truetype
+set(CANOPY_GLAD_DIR ${CMAKE_BINARY_DIR}/glad CACHE PATH "Where the glad GL 4.5 core + EGL 1.5 loader is (generated there if absent)")
 
 set(CANOPY_GRAPHICS_FOUND OFF)
 set(_missing "")
@@ -20,13 +27,20 @@ endif()
 if(NOT glm_FOUND)
   list(APPEND _missing "glm (libglm-dev)")
 endif()
-if(NOT IMGUI_FOUND)
+if(NOT CANOPY_IMGUI_INCLUDE_DIR OR NOT CANOPY_IMGUI_LIBRARY OR NOT EXISTS ${CANOPY_IMGUI_INCLUDE_DIR}/backends/imgui_impl_opengl3.h)
   list(APPEND _missing "imgui (libimgui-dev)")
+endif()
+if(NOT CANOPY_STB_INCLUDE_DIR OR NOT CANOPY_STB_LIBRARY)
+  list(APPEND _missing "stb (libstb-dev)")
 endif()
 if(NOT OpenGL_EGL_FOUND OR NOT OpenGL_OpenGL_FOUND)
   list(APPEND _missing "EGL/OpenGL (libegl-dev libgl-dev)")
 endif()
-if(NOT CANOPY_GLAD_EXECUTABLE)
+set(_glad_dir ${CANOPY_GLAD_DIR})
+set(_glad_ready OFF)
+if(EXISTS ${_glad_dir}/src/gl.c AND EXISTS ${_glad_dir}/src/egl.c)
+  set(_glad_ready ON)
+elseif(NOT CANOPY_GLAD_EXECUTABLE)
   list(APPEND _missing "glad (python3-glad)")
 endif()
 
@@ -35,8 +49,7 @@ if(_missing)
   return()
 endif()
 
-set(_glad_dir ${CMAKE_BINARY_DIR}/glad)
-if(NOT EXISTS ${_glad_dir}/src/gl.c OR NOT EXISTS ${_glad_dir}/src/egl.c)
+if(NOT _glad_ready)
   execute_process(
     COMMAND ${CANOPY_GLAD_EXECUTABLE} --api gl:core=4.5,egl=1.5 --out-path ${_glad_dir} --quiet --reproducible c
     RESULT_VARIABLE _glad_result OUTPUT_VARIABLE _glad_out ERROR_VARIABLE _glad_err)
@@ -51,9 +64,16 @@ target_link_libraries(canopy_glad PUBLIC ${CMAKE_DL_LIBS})
 set_target_properties(canopy_glad PROPERTIES POSITION_INDEPENDENT_CODE ON)
 add_library(canopy::glad ALIAS canopy_glad)
 
+# Debian's libimgui.a holds imgui, its GLFW backend and its OpenGL3 backend (which loads GL
+# through its own loader, imgl3w, from libGL.so.1).
 add_library(canopy_imgui INTERFACE)
-target_link_libraries(canopy_imgui INTERFACE PkgConfig::IMGUI glfw OpenGL::OpenGL)
+target_include_directories(canopy_imgui INTERFACE ${CANOPY_IMGUI_INCLUDE_DIR} ${CANOPY_IMGUI_INCLUDE_DIR}/backends)
+target_link_libraries(canopy_imgui INTERFACE ${CANOPY_IMGUI_LIBRARY} ${CANOPY_STB_LIBRARY} glfw OpenGL::OpenGL ${CMAKE_DL_LIBS})
 add_library(canopy::imgui ALIAS canopy_imgui)
 
+add_library(canopy_stb INTERFACE)
+target_include_directories(canopy_stb INTERFACE ${CANOPY_STB_INCLUDE_DIR})
+add_library(canopy::stb ALIAS canopy_stb)
+
 set(CANOPY_GRAPHICS_FOUND ON)
-message(STATUS "canopy: graphics apps ON (glfw ${glfw3_VERSION}, glm, imgui, EGL, glad GL 4.5 core)")
+message(STATUS "canopy: graphics apps ON (glfw ${glfw3_VERSION}, glm, imgui, stb, EGL, glad GL 4.5 core in ${_glad_dir})")

@@ -1,0 +1,99 @@
+// canopy/app/interop.hpp — GL buffers and textures that canopy kernels write, on either backend.
+//
+// CUDA backend: the GL object is registered with CUDA once (cudaGraphicsGLRegisterBuffer /
+// cudaGraphicsGLRegisterImage) and mapped/unmapped every frame on the context's stream, so the
+// data never goes through the host. Re-registration happens only when a buffer grows.
+// Host backend: map() hands out a host staging array and unmap() uploads it with
+// glNamedBufferSubData / glTextureSubImage2D.
+//
+//   shared_buffer<aabb> boxes(ctx);
+//   boxes.reserve(n);                  // GL buffer of n elements (registered on CUDA)
+//   span<aabb> out = boxes.map();      // device span on CUDA, host span on host
+//   ...kernels write out...
+//   boxes.unmap(written);              // host: uploads the first `written` elements
+//   glVertexArrayVertexBuffer(vao, 0, boxes.gl_name(), 0, sizeof(aabb));
+//
+// Both need a current GL context and, on CUDA, a device that shares it (the EGL device or window
+// on the same GPU). Not thread-safe.
+#pragma once
+
+#include <canopy/app/gl.hpp>
+#include <canopy/core/context.hpp>
+#include <canopy/core/span.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace canopy::app {
+
+//! Untyped GL buffer shared with canopy kernels; see shared_buffer<T>.
+class interop_buffer {
+ public:
+  explicit interop_buffer(context& ctx) : ctx_(&ctx) {}
+  ~interop_buffer();
+  interop_buffer(const interop_buffer&) = delete;
+  interop_buffer& operator=(const interop_buffer&) = delete;
+
+  //! Makes the GL buffer hold at least `bytes`; reallocates (and re-registers) only when growing.
+  //! Contents are undefined after a reallocation. Must not be mapped.
+  void reserve(std::size_t bytes);
+  //! Pointer to the whole buffer in the context's space. Stream-ordered on CUDA.
+  void* map();
+  //! Ends the mapping; on the host uploads bytes [0, bytes_written).
+  void unmap(std::size_t bytes_written);
+  GLuint gl_name() const noexcept { return gl_.get(); }
+  std::size_t capacity_bytes() const noexcept { return capacity_; }
+  context& ctx() const noexcept { return *ctx_; }
+
+ private:
+  void release();
+  context* ctx_;
+  gl_buffer gl_;
+  std::size_t capacity_ = 0;
+  void* resource_ = nullptr;  // cudaGraphicsResource_t on CUDA
+  bool mapped_ = false;
+  std::vector<unsigned char> staging_;
+};
+
+//! A GL buffer of T that kernels write through a span<T> in the context's space.
+template <class T>
+class shared_buffer {
+ public:
+  explicit shared_buffer(context& ctx) : raw_(ctx) {}
+  void reserve(std::size_t n) { raw_.reserve(n * sizeof(T)); }
+  std::size_t capacity() const noexcept { return raw_.capacity_bytes() / sizeof(T); }
+  span<T> map() { return span<T>(static_cast<T*>(raw_.map()), capacity(), raw_.ctx().space()); }
+  void unmap(std::size_t written) { raw_.unmap(written * sizeof(T)); }
+  GLuint gl_name() const noexcept { return raw_.gl_name(); }
+
+ private:
+  interop_buffer raw_;
+};
+
+//! An RGBA8 GL texture filled from a canopy buffer of packed pixels (R in the low byte, rows top
+//! first; the texture's row 0 is then the image's top row, which image_renderer accounts for).
+class shared_image {
+ public:
+  explicit shared_image(context& ctx) : ctx_(&ctx) {}
+  ~shared_image();
+  shared_image(const shared_image&) = delete;
+  shared_image& operator=(const shared_image&) = delete;
+
+  //! Reallocates (and re-registers) when the size changed.
+  void resize(int width, int height);
+  //! Copies width * height pixels (in the context's space) into the texture: on CUDA an
+  //! array copy on the stream while mapped, on the host glTextureSubImage2D.
+  void upload(span<const std::uint32_t> pixels);
+  GLuint gl_name() const noexcept { return tex_.get(); }
+  int width() const noexcept { return width_; }
+  int height() const noexcept { return height_; }
+
+ private:
+  void release();
+  context* ctx_;
+  gl_texture tex_;
+  int width_ = 0, height_ = 0;
+  void* resource_ = nullptr;
+};
+
+}  // namespace canopy::app

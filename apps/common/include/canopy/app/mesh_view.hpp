@@ -1,0 +1,31 @@
+// canopy/app/mesh_view.hpp — the raster view of an animated_scene: its vertices copied every frame
+// into a GL buffer (device to device through interop on CUDA), its indices re-uploaded when the
+// topology changes, drawn with mesh_renderer.
+#pragma once
+
+#include <canopy/app/interop.hpp>
+#include <canopy/app/renderers.hpp>
+#include <canopy/app/scene.hpp>
+
+#include <cstdint>
+
+namespace canopy::app {
+
+class mesh_view {
+ public:
+  explicit mesh_view(context& ctx) : ctx_(&ctx), vertices_(ctx) {}
+  //! Copies the scene's current vertices into GL (stream-ordered) and, after a load(), its indices
+  //! (synchronises once then).
+  void update(const animated_scene& scene);
+  void draw(const glm::mat4& view, const glm::mat4& projection);
+
+ private:
+  context* ctx_;
+  shared_buffer<vec3> vertices_;
+  gl_buffer indices_;
+  std::size_t triangles_ = 0;
+  std::uint64_t topology_ = ~std::uint64_t(0);
+  mesh_renderer renderer_;
+};
+
+}  // namespace canopy::app

@@ -1,0 +1,150 @@
+// CUDA-GL interop. Compiled by nvcc with the CUDA backend, as C++ without it (the CUDA branches
+// drop out and the host path remains).
+#include <canopy/app/interop.hpp>
+
+#include <canopy/core/error.hpp>
+
+#if CANOPY_HAS_CUDA
+// glad's gl.h is already included (it defines __gl_h_), so this does not pull in GL/gl.h.
+#include <cuda_gl_interop.h>
+#endif
+
+#include <cstring>
+
+namespace canopy::app {
+
+#if CANOPY_HAS_CUDA
+namespace {
+cudaGraphicsResource_t as_resource(void* p) { return static_cast<cudaGraphicsResource_t>(p); }
+}  // namespace
+#endif
+
+interop_buffer::~interop_buffer() {
+  try {
+    release();
+  } catch (...) {
+    // Destructors must not throw; a failed unregister at shutdown leaves nothing to recover.
+  }
+}
+
+void interop_buffer::release() {
+#if CANOPY_HAS_CUDA
+  if (resource_) {
+    if (mapped_) {
+      cudaGraphicsResource_t r = as_resource(resource_);
+      CANOPY_CUDA_CHECK(cudaGraphicsUnmapResources(1, &r, ctx_->stream()));
+      mapped_ = false;
+    }
+    CANOPY_CUDA_CHECK(cudaGraphicsUnregisterResource(as_resource(resource_)));
+    resource_ = nullptr;
+  }
+#endif
+  gl_.reset();
+  capacity_ = 0;
+}
+
+void interop_buffer::reserve(std::size_t bytes) {
+  require(!mapped_, "canopy::app::interop_buffer::reserve", "this", "buffer is mapped");
+  if (bytes <= capacity_ && gl_) return;
+  release();
+  // Grow by half again, so that slowly rising counts do not re-register every frame.
+  const std::size_t cap = std::max<std::size_t>(bytes + bytes / 2, 256);
+  gl_ = make_buffer(cap);
+  capacity_ = cap;
+  if (ctx_->is_cuda()) {
+#if CANOPY_HAS_CUDA
+    cudaGraphicsResource_t r = nullptr;
+    CANOPY_CUDA_CHECK(cudaGraphicsGLRegisterBuffer(&r, gl_.get(), cudaGraphicsRegisterFlagsWriteDiscard));
+    resource_ = r;
+#endif
+  } else {
+    staging_.assign(cap, 0);
+  }
+}
+
+void* interop_buffer::map() {
+  require(gl_ && !mapped_, "canopy::app::interop_buffer::map", "this", "not reserved, or already mapped");
+  mapped_ = true;
+  if (ctx_->is_cuda()) {
+#if CANOPY_HAS_CUDA
+    cudaGraphicsResource_t r = as_resource(resource_);
+    CANOPY_CUDA_CHECK(cudaGraphicsMapResources(1, &r, ctx_->stream()));
+    void* ptr = nullptr;
+    std::size_t size = 0;
+    CANOPY_CUDA_CHECK(cudaGraphicsResourceGetMappedPointer(&ptr, &size, r));
+    return ptr;
+#endif
+  }
+  return staging_.data();
+}
+
+void interop_buffer::unmap(std::size_t bytes_written) {
+  require(mapped_, "canopy::app::interop_buffer::unmap", "this", "not mapped");
+  require(bytes_written <= capacity_, "canopy::app::interop_buffer::unmap", "bytes_written", "exceeds the capacity");
+  mapped_ = false;
+  if (ctx_->is_cuda()) {
+#if CANOPY_HAS_CUDA
+    cudaGraphicsResource_t r = as_resource(resource_);
+    CANOPY_CUDA_CHECK(cudaGraphicsUnmapResources(1, &r, ctx_->stream()));
+#endif
+    return;
+  }
+  if (bytes_written) glNamedBufferSubData(gl_.get(), 0, GLsizeiptr(bytes_written), staging_.data());
+}
+
+shared_image::~shared_image() {
+  try {
+    release();
+  } catch (...) {
+  }
+}
+
+void shared_image::release() {
+#if CANOPY_HAS_CUDA
+  if (resource_) {
+    CANOPY_CUDA_CHECK(cudaGraphicsUnregisterResource(as_resource(resource_)));
+    resource_ = nullptr;
+  }
+#endif
+  tex_.reset();
+}
+
+void shared_image::resize(int width, int height) {
+  require(width > 0 && height > 0, "canopy::app::shared_image::resize", "width/height", "must be positive");
+  if (width == width_ && height == height_ && tex_) return;
+  release();
+  tex_ = make_texture_2d(GL_RGBA8, width, height);
+  width_ = width;
+  height_ = height;
+  if (ctx_->is_cuda()) {
+#if CANOPY_HAS_CUDA
+    cudaGraphicsResource_t r = nullptr;
+    CANOPY_CUDA_CHECK(
+        cudaGraphicsGLRegisterImage(&r, tex_.get(), GL_TEXTURE_2D, cudaGraphicsRegisterFlagsWriteDiscard));
+    resource_ = r;
+#endif
+  }
+}
+
+void shared_image::upload(span<const std::uint32_t> pixels) {
+  require(pixels.size() == std::size_t(width_) * height_, "canopy::app::shared_image::upload", "pixels",
+          "must hold width * height pixels");
+  check_span(pixels, ctx_->space(), "canopy::app::shared_image::upload", "pixels");
+  if (ctx_->is_cuda()) {
+#if CANOPY_HAS_CUDA
+    cudaGraphicsResource_t r = as_resource(resource_);
+    CANOPY_CUDA_CHECK(cudaGraphicsMapResources(1, &r, ctx_->stream()));
+    cudaArray_t array = nullptr;
+    CANOPY_CUDA_CHECK(cudaGraphicsSubResourceGetMappedArray(&array, r, 0, 0));
+    const std::size_t pitch = std::size_t(width_) * 4;
+    CANOPY_CUDA_CHECK(cudaMemcpy2DToArrayAsync(array, 0, 0, pixels.data(), pitch, pitch, std::size_t(height_),
+                                               cudaMemcpyDeviceToDevice, ctx_->stream()));
+    CANOPY_CUDA_CHECK(cudaGraphicsUnmapResources(1, &r, ctx_->stream()));
+#endif
+    return;
+  }
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+  glTextureSubImage2D(tex_.get(), 0, 0, 0, width_, height_, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
+}
+
+}  // namespace canopy::app
