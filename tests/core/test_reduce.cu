@@ -1,0 +1,199 @@
+// Reduce on both backends against std::accumulate and sequential folds; non-commutative operators;
+// misaligned spans; bad arguments. GPU-only: 2^28 elements vs host and a timing comparison with CUB.
+#include "common/backends.hpp"
+
+#include <canopy/core/reduce.hpp>
+
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+#include <cub/device/device_reduce.cuh>
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <vector>
+
+using canopy_test::BackendTest;
+
+namespace {
+
+template <class ExceptionType, class F>
+void expect_error(F&& statement, std::initializer_list<const char*> fragments) {
+  try {
+    statement();
+    ADD_FAILURE() << "expected an exception";
+  } catch (const ExceptionType& e) {
+    const std::string what = e.what();
+    for (const char* f : fragments) EXPECT_NE(what.find(f), std::string::npos) << "'" << f << "' not in: " << what;
+  }
+}
+
+const std::vector<std::size_t> kSizes = {0,    1,     2,     31,    32,     33,     1023,  1024,   1025,
+                                         4095, 4097,  32767, 32769, 131071, 131073, 999983, 4194305};
+
+// 2x2 matrices of uint32 with wrap-around products: associative, not commutative, exact.
+struct mat2 {
+  std::uint32_t a, b, c, d;
+  bool operator==(const mat2& o) const { return a == o.a && b == o.b && c == o.c && d == o.d; }
+};
+struct mat2_mul {
+  CANOPY_HD mat2 operator()(const mat2& x, const mat2& y) const {
+    return {x.a * y.a + x.b * y.c, x.a * y.b + x.b * y.d, x.c * y.a + x.d * y.c, x.c * y.b + x.d * y.d};
+  }
+};
+
+// "Keep the first non-zero": associative, not commutative, order bugs change the answer.
+struct first_nonzero {
+  CANOPY_HD std::int32_t operator()(std::int32_t a, std::int32_t b) const { return a != 0 ? a : b; }
+};
+
+}  // namespace
+
+class ReduceTest : public BackendTest {};
+
+TEST_P(ReduceTest, SumsMatchAccumulate) {
+  for (std::size_t n : kSizes) {
+    std::mt19937 rng{std::uint32_t(n)};
+    std::vector<std::int32_t> in(n);
+    for (auto& x : in) x = std::int32_t(rng());  // wraps: compare in uint32
+    auto b = upload(in);
+    const std::int32_t got = canopy::reduce<std::int32_t>(ctx(), b.view(), 5, canopy::plus<std::int32_t>{});
+    std::uint32_t want = 5;
+    for (auto x : in) want += std::uint32_t(x);
+    EXPECT_EQ(std::uint32_t(got), want) << "n=" << n;
+
+    std::vector<std::uint64_t> in64(n);
+    for (auto& x : in64) x = (std::uint64_t(rng()) << 32) | rng();
+    auto b64 = upload(in64);
+    canopy::buffer<std::uint64_t> r(ctx(), 1);
+    canopy::reduce<std::uint64_t>(ctx(), b64.view(), r.view(), 0, canopy::plus<std::uint64_t>{});
+    EXPECT_EQ(r.to_host()[0], std::accumulate(in64.begin(), in64.end(), std::uint64_t(0))) << "u64 n=" << n;
+  }
+}
+
+TEST_P(ReduceTest, MaxMinHostileDistributions) {
+  for (std::size_t n : kSizes) {
+    if (n == 0) continue;
+    std::vector<float> asc(n), desc(n), same(n, -3.5f);
+    for (std::size_t i = 0; i < n; ++i) asc[i] = float(i) * 0.5f - 100.0f, desc[i] = -asc[i];
+    for (const auto* v : {&asc, &desc, &same}) {
+      auto b = upload(*v);
+      EXPECT_EQ(canopy::reduce<float>(ctx(), b.view(), -std::numeric_limits<float>::infinity(), canopy::maximum<float>{}),
+                *std::max_element(v->begin(), v->end()))
+          << n;
+      EXPECT_EQ(canopy::reduce<float>(ctx(), b.view(), std::numeric_limits<float>::infinity(), canopy::minimum<float>{}),
+                *std::min_element(v->begin(), v->end()))
+          << n;
+    }
+  }
+}
+
+TEST_P(ReduceTest, EmptyGivesIdentity) {
+  canopy::buffer<double> r(ctx(), 1);
+  canopy::reduce<double>(ctx(), canopy::span<const double>{}, r.view(), 42.0, canopy::plus<double>{});
+  EXPECT_EQ(r.to_host()[0], 42.0);
+}
+
+TEST_P(ReduceTest, NonCommutativeOrderIsKept) {
+  for (std::size_t n : kSizes) {
+    std::mt19937 rng{std::uint32_t(n) + 1};
+    std::vector<mat2> m(n);
+    for (auto& x : m) x = {std::uint32_t(rng() % 5), std::uint32_t(rng() % 5 + 1), std::uint32_t(rng() % 3), std::uint32_t(rng() % 4 + 1)};
+    auto b = upload(m);
+    mat2 want{1, 0, 0, 1};
+    for (const auto& x : m) want = mat2_mul{}(want, x);
+    EXPECT_TRUE(canopy::reduce<mat2>(ctx(), b.view(), mat2{1, 0, 0, 1}, mat2_mul{}) == want) << "n=" << n;
+
+    // Sparse non-zeros: the first one must win.
+    std::vector<std::int32_t> v(n, 0);
+    for (std::size_t i = 0; i < n; ++i)
+      if (rng() % 1000 == 0) v[i] = std::int32_t(i + 1);
+    auto bv = upload(v);
+    std::int32_t first = 0;
+    for (auto x : v)
+      if (first == 0) first = x;
+    EXPECT_EQ(canopy::reduce<std::int32_t>(ctx(), bv.view(), 0, first_nonzero{}), first) << "n=" << n;
+  }
+}
+
+TEST_P(ReduceTest, MisalignedSpan) {
+  std::vector<std::int32_t> in(100003);
+  std::iota(in.begin(), in.end(), -5000);
+  auto b = upload(in);
+  for (std::size_t off : {1, 2, 3}) {
+    const auto sub = canopy::span<const std::int32_t>(b.view().subspan(off, in.size() - off));
+    EXPECT_EQ(canopy::reduce<std::int32_t>(ctx(), sub, 0, canopy::plus<std::int32_t>{}),
+              std::accumulate(in.begin() + off, in.end(), 0))
+        << off;
+  }
+}
+
+TEST_P(ReduceTest, RefusesBadArguments) {
+  canopy::buffer<int> a(ctx(), 10), r2(ctx(), 2);
+  const canopy::plus<int> add;
+  expect_error<canopy::invalid_argument>([&] { canopy::reduce<int>(ctx(), a.view(), r2.view(), 0, add); },
+                                         {"canopy::reduce", "'result'", "1 element"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::reduce<int>(ctx(), canopy::span<const int>(nullptr, 3, ctx().space()), 0, add); },
+      {"canopy::reduce", "'in'", "null"});
+  std::vector<int> host(10);
+  const auto other = is_cuda() ? canopy::host_span<const int>(host.data(), host.size())
+                               : canopy::device_span<const int>(reinterpret_cast<int*>(std::uintptr_t(256)), 10);
+  expect_error<canopy::invalid_argument>([&] { canopy::reduce<int>(ctx(), other, 0, add); },
+                                         {"canopy::reduce", "'in'", "memory"});
+}
+
+CANOPY_INSTANTIATE_BACKENDS(ReduceTest);
+
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+TEST(CudaReduce, At2Pow28MatchesHostAndCub) {
+  std::string why;
+  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
+  canopy::context ctx(canopy::backend_request::cuda);
+  for (int lg : {26, 28}) {
+    const std::size_t n = std::size_t(1) << lg;
+    std::vector<std::int32_t> h(n);
+    std::mt19937 rng(lg);
+    for (auto& x : h) x = std::int32_t(rng());
+    canopy::buffer<std::int32_t> in(ctx, n), out(ctx, 1), ref(ctx, 1);
+    in.assign(h);
+    const std::int32_t want = canopy::reduce<std::int32_t>(
+        canopy_test::host_context(), canopy::host_span<const std::int32_t>(h.data(), n), 0, canopy::plus<std::int32_t>{});
+
+    std::size_t temp_bytes = 0;
+    CANOPY_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, temp_bytes, in.data(), ref.data(), int(n), ctx.stream()));
+    canopy::buffer<unsigned char> temp(ctx, temp_bytes);
+    cudaEvent_t a, b;
+    CANOPY_CUDA_CHECK(cudaEventCreate(&a));
+    CANOPY_CUDA_CHECK(cudaEventCreate(&b));
+    auto time = [&](auto&& f) {
+      f();
+      std::vector<float> t;
+      for (int i = 0; i < 20; ++i) {
+        CANOPY_CUDA_CHECK(cudaEventRecord(a, ctx.stream()));
+        f();
+        CANOPY_CUDA_CHECK(cudaEventRecord(b, ctx.stream()));
+        CANOPY_CUDA_CHECK(cudaEventSynchronize(b));
+        float ms;
+        CANOPY_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+        t.push_back(ms);
+      }
+      std::sort(t.begin(), t.end());
+      return double(t[10]);
+    };
+    const double cub_ms = time([&] {
+      CANOPY_CUDA_CHECK(cub::DeviceReduce::Sum(temp.data(), temp_bytes, in.data(), ref.data(), int(n), ctx.stream()));
+    });
+    const double ms = time([&] { canopy::reduce<std::int32_t>(ctx, in.view(), out.view(), 0, canopy::plus<std::int32_t>{}); });
+    CANOPY_CUDA_CHECK(cudaEventDestroy(a));
+    CANOPY_CUDA_CHECK(cudaEventDestroy(b));
+    EXPECT_EQ(out.to_host()[0], want);
+    EXPECT_EQ(ref.to_host()[0], want);
+    std::printf("reduce_i32 n=2^%d: canopy %.4f ms (%.1f GB/s), CUB %.4f ms (%.1f GB/s), CUB/canopy %.3f\n", lg, ms,
+                n * 4.0 / (ms * 1e6), cub_ms, n * 4.0 / (cub_ms * 1e6), cub_ms / ms);
+  }
+}
+#endif
