@@ -117,27 +117,52 @@ __device__ __forceinline__ void store_segment(T* p, int count, const T (&v)[N]) 
 template <class T>
 __device__ __forceinline__ T load_l2(const T* p) { return __ldcg(p); }
 
-__device__ __forceinline__ unsigned wait_flag(const unsigned* flag) {
-  unsigned f;
-  do {
-    f = *reinterpret_cast<const volatile unsigned*>(flag);
-  } while (f == 0);
-  __threadfence();
-  return f;
+//! Decoupled look-back over up to 32 predecessors at a time, by one warp. Predecessor k (k = 0 is
+//! the nearest) has flag flags[tile_of(k)]; `count` predecessors exist. Adds, for every predecessor
+//! up to and including the nearest one with an inclusive prefix, value(k) (the inclusive prefix for
+//! that one, aggregates before it) into `carry` through add(k, flag). The flags of a window are read
+//! by all lanes at once and the values of a window are independent loads, so a look-back costs a
+//! couple of L2 round trips instead of one per predecessor.
+template <class TileOf, class Add>
+__device__ __forceinline__ void look_back(const unsigned* flags, int count, TileOf tile_of, Add add) {
+  const int lane = int(threadIdx.x) & 31;
+  for (int base = 0; base < count; base += 32) {
+    const int k = base + lane;
+    unsigned f = flag_inclusive;  // lanes past the first tile act as an inclusive prefix of nothing
+    int first_inclusive;
+    for (;;) {
+      if (k < count) f = *reinterpret_cast<const volatile unsigned*>(flags + tile_of(k));
+      const unsigned inclusive = __ballot_sync(0xffffffffu, f == flag_inclusive);
+      const unsigned empty = __ballot_sync(0xffffffffu, f == 0);
+      first_inclusive = inclusive ? __ffs(int(inclusive)) - 1 : 32;
+      const unsigned needed = first_inclusive >= 31 ? 0xffffffffu : ((2u << first_inclusive) - 1u);
+      if ((empty & needed) == 0) break;
+    }
+    __threadfence();
+    const int last = min(first_inclusive, min(31, count - 1 - base));
+#pragma unroll 4
+    for (int j = 0; j <= last; ++j) add(base + j, __shfl_sync(0xffffffffu, f, j));
+    if (first_inclusive < 32) return;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
 // [SECTION] Single-pass kernel
+//
+// Shared arrays indexed [p * C + c][lane] for pixel p of lane's 4-pixel segment: a warp's 32
+// lanes hit 32 consecutive words (no bank conflicts). Column x of the tile is (p, lane) =
+// (x % 4, x / 4).
 
 template <class In, class Table, int C>
 __global__ void __launch_bounds__(block_threads)
     sat_single_pass_kernel(const In* __restrict__ image, Table* __restrict__ table, int width, int height,
                            const Table* __restrict__ offset, int tiles_x, tile_descriptors<Table> d) {
+  constexpr int segment = pixels_per_thread * C;
   __shared__ unsigned s_tile;
-  __shared__ Table s_warp_col[block_threads / 32][tile_cols][C];  // column sums per warp, then exclusive
-  __shared__ Table s_row_sum[tile_rows][C];                        // row sums of the tile
-  __shared__ Table s_carry_prefix[tile_rows][C];                   // inclusive prefix of row carries
-  __shared__ Table s_col_carry[tile_cols][C];
+  __shared__ Table s_warp_col[block_threads / 32][segment][32];  // column sums per warp, then exclusive
+  __shared__ Table s_row_sum[tile_rows][C];                       // row sums of the tile
+  __shared__ Table s_carry_prefix[tile_rows][C];                  // inclusive prefix of row carries
+  __shared__ Table s_col_carry[segment][32];
 
   const int tid = int(threadIdx.x);
   const int lane = tid & 31;
@@ -156,22 +181,28 @@ __global__ void __launch_bounds__(block_threads)
   const int x0 = tj * tile_cols + lane * pixels_per_thread;
   const int count = width - x0 >= pixels_per_thread ? pixels_per_thread : (width - x0 > 0 ? width - x0 : 0);
   Table v[rows_per_warp][pixels_per_thread][C];
+  {
+    In raw[rows_per_warp][segment];
 #pragma unroll
-  for (int r = 0; r < rows_per_warp; ++r) {
-    const int y = ti * tile_rows + warp * rows_per_warp + r;
-    In raw[pixels_per_thread * C];
-    const int n = y < height ? count * C : 0;
-    load_segment<In, pixels_per_thread * C>(image + (std::size_t(y < height ? y : 0) * std::size_t(width) +
-                                                     std::size_t(x0 < width ? x0 : 0)) * C,
-                                            n, raw);
+    for (int r = 0; r < rows_per_warp; ++r) {
+      const int y = ti * tile_rows + warp * rows_per_warp + r;
+      const int n = y < height ? count * C : 0;
+      load_segment<In, segment>(image + (std::size_t(y < height ? y : 0) * std::size_t(width) +
+                                         std::size_t(x0 < width ? x0 : 0)) * C,
+                                n, raw[r]);
+    }
 #pragma unroll
-    for (int p = 0; p < pixels_per_thread; ++p)
+    for (int r = 0; r < rows_per_warp; ++r) {
+      const int y = ti * tile_rows + warp * rows_per_warp + r;
 #pragma unroll
-      for (int c = 0; c < C; ++c) {
-        const bool inside = p < count && y < height;
-        Table t = inside ? Table(raw[p * C + c]) - off[c] : Table(0);
-        v[r][p][c] = p == 0 ? t : v[r][p - 1][c] + t;
-      }
+      for (int p = 0; p < pixels_per_thread; ++p)
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          const bool inside = p < count && y < height;
+          const Table t = inside ? Table(raw[r][p * C + c]) - off[c] : Table(0);
+          v[r][p][c] = p == 0 ? t : v[r][p - 1][c] + t;
+        }
+    }
   }
 
   // Row prefixes across the warp: exclusive scan of thread totals (Kogge-Stone over 32 lanes).
@@ -208,7 +239,7 @@ __global__ void __launch_bounds__(block_threads)
 #pragma unroll
   for (int p = 0; p < pixels_per_thread; ++p)
 #pragma unroll
-    for (int c = 0; c < C; ++c) s_warp_col[warp][lane * pixels_per_thread + p][c] = v[rows_per_warp - 1][p][c];
+    for (int c = 0; c < C; ++c) s_warp_col[warp][p * C + c][lane] = v[rows_per_warp - 1][p][c];
   __syncthreads();
 
   // Row carries: warp 0, lane = row of the tile.
@@ -220,26 +251,21 @@ __global__ void __launch_bounds__(block_threads)
       sum[c] = s_row_sum[lane][c];
       carry[c] = Table(0);
     }
-    if (tj == 0) {
 #pragma unroll
-      for (int c = 0; c < C; ++c) d.row_inclusive[row_base + c] = sum[c];
-    } else {
-#pragma unroll
-      for (int c = 0; c < C; ++c) d.row_aggregate[row_base + c] = sum[c];
-    }
+    for (int c = 0; c < C; ++c) (tj == 0 ? d.row_inclusive : d.row_aggregate)[row_base + c] = sum[c];
     __threadfence();
     __syncwarp();
     if (lane == 0) atomicExch(d.row_flag + tile, tj == 0 ? flag_inclusive : flag_aggregate);
     if (tj > 0) {
-      for (int k = tj - 1; k >= 0; --k) {
-        const unsigned pred = unsigned(ti * tiles_x + k);
-        const unsigned f = wait_flag(d.row_flag + pred);
-        const Table* src = (f == flag_inclusive ? d.row_inclusive : d.row_aggregate) +
-                           std::size_t(pred) * tile_rows * C + std::size_t(lane) * C;
+      const unsigned row_start = unsigned(ti * tiles_x);
+      look_back(
+          d.row_flag, tj, [&](int k) { return row_start + unsigned(tj - 1 - k); },
+          [&](int k, unsigned f) {
+            const Table* src = (f == flag_inclusive ? d.row_inclusive : d.row_aggregate) +
+                               std::size_t(row_start + unsigned(tj - 1 - k)) * tile_rows * C + std::size_t(lane) * C;
 #pragma unroll
-        for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
-        if (f == flag_inclusive) break;
-      }
+            for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
+          });
 #pragma unroll
       for (int c = 0; c < C; ++c) d.row_inclusive[row_base + c] = carry[c] + sum[c];
       __threadfence();
@@ -260,9 +286,10 @@ __global__ void __launch_bounds__(block_threads)
   }
   __syncthreads();
 
-  // Column aggregates (threads 0..127, one column each), and the per-warp column sums turned into
+  // Column aggregates (threads 0..127, column x = tid), and the per-warp column sums turned into
   // exclusive prefixes over warps.
   const std::size_t col_base = std::size_t(tile) * tile_cols * C + std::size_t(tid) * C;
+  const int xp = tid & 3, xl = (tid >> 2) & 31;
   Table col_sum[C];
   if (tid < tile_cols) {
 #pragma unroll
@@ -270,8 +297,8 @@ __global__ void __launch_bounds__(block_threads)
       Table acc = Table(0);
 #pragma unroll
       for (int w = 0; w < block_threads / 32; ++w) {
-        const Table t = s_warp_col[w][tid][c];
-        s_warp_col[w][tid][c] = acc;
+        const Table t = s_warp_col[w][xp * C + c][xl];
+        s_warp_col[w][xp * C + c][xl] = acc;
         acc += t;
       }
       col_sum[c] = acc + s_carry_prefix[tile_rows - 1][c];
@@ -286,42 +313,40 @@ __global__ void __launch_bounds__(block_threads)
 #pragma unroll
     for (int c = 0; c < C; ++c) carry[c] = Table(0);
     if (ti > 0) {
-      for (int k = ti - 1; k >= 0; --k) {
-        const unsigned pred = unsigned(k * tiles_x + tj);
-        const unsigned f = wait_flag(d.col_flag + pred);
-        const Table* src = (f == flag_inclusive ? d.col_inclusive : d.col_aggregate) +
-                           std::size_t(pred) * tile_cols * C + std::size_t(tid) * C;
+      look_back(
+          d.col_flag, ti, [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj); },
+          [&](int k, unsigned f) {
+            const Table* src = (f == flag_inclusive ? d.col_inclusive : d.col_aggregate) +
+                               std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * tile_cols * C + std::size_t(tid) * C;
 #pragma unroll
-        for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
-        if (f == flag_inclusive) break;
-      }
+            for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
+          });
 #pragma unroll
       for (int c = 0; c < C; ++c) d.col_inclusive[col_base + c] = carry[c] + col_sum[c];
       __threadfence();
     }
 #pragma unroll
-    for (int c = 0; c < C; ++c) s_col_carry[tid][c] = carry[c];
+    for (int c = 0; c < C; ++c) s_col_carry[xp * C + c][xl] = carry[c];
   }
   __syncthreads();
   if (tid == 0 && ti > 0) atomicExch(d.col_flag + tile, flag_inclusive);
 
   // S(x, y) = column carry(x) + exclusive column sums of the warps above + own column prefix
   //          + inclusive prefix of the row carries down to row y.
+  Table column_base[segment];
+#pragma unroll
+  for (int k = 0; k < segment; ++k) column_base[k] = s_warp_col[warp][k][lane] + s_col_carry[k][lane];
 #pragma unroll
   for (int r = 0; r < rows_per_warp; ++r) {
     const int ty = warp * rows_per_warp + r;
     const int y = ti * tile_rows + ty;
-    Table out[pixels_per_thread * C];
+    Table out[segment];
 #pragma unroll
     for (int p = 0; p < pixels_per_thread; ++p)
 #pragma unroll
-      for (int c = 0; c < C; ++c) {
-        const int tx = lane * pixels_per_thread + p;
-        out[p * C + c] = v[r][p][c] + s_warp_col[warp][tx][c] + s_carry_prefix[ty][c] + s_col_carry[tx][c];
-      }
+      for (int c = 0; c < C; ++c) out[p * C + c] = v[r][p][c] + column_base[p * C + c] + s_carry_prefix[ty][c];
     if (y < height && count > 0)
-      store_segment<Table, pixels_per_thread * C>(table + (std::size_t(y) * std::size_t(width) + std::size_t(x0)) * C,
-                                                  count * C, out);
+      store_segment<Table, segment>(table + (std::size_t(y) * std::size_t(width) + std::size_t(x0)) * C, count * C, out);
   }
 }
 
