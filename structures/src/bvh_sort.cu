@@ -1,7 +1,8 @@
-// The builder's sort stage. Interim: canopy's radix sort has no definitions in core yet, so pairs
-// are sorted on the host (for CUDA: copied there and back, which synchronises). Switch to
-// canopy::radix_sort_pairs once core/src/radix_sort.cu lands.
+// The builder's sort stage: canopy::radix_sort_pairs over the code bits. While core/src does not
+// yet define the radix sort (structures/CMakeLists.txt sets CANOPY_BVH_HAVE_RADIX_SORT), pairs are
+// sorted on the host instead (on CUDA: copied there and back, which synchronises).
 #include <canopy/core/buffer.hpp>
+#include <canopy/core/radix_sort.hpp>
 #include <canopy/structures/detail/bvh_sort.hpp>
 
 #include <tbb/parallel_sort.h>
@@ -33,12 +34,26 @@ void sort_pairs_on_host(context& ctx, span<Key> keys, span<std::uint32_t> values
 
 }  // namespace
 
+#ifndef CANOPY_BVH_HAVE_RADIX_SORT
+#define CANOPY_BVH_HAVE_RADIX_SORT 0
+#endif
+
 void bvh_sort_codes(context& ctx, span<std::uint32_t> keys, span<std::uint32_t> values, int bits) {
+#if CANOPY_BVH_HAVE_RADIX_SORT
+  radix_sort_pairs(ctx, keys, values, 0, bits);
+#else
   sort_pairs_on_host(ctx, keys, values);
+#endif
 }
 void bvh_sort_codes(context& ctx, span<std::uint64_t> keys, span<std::uint32_t> values, int bits) {
+#if CANOPY_BVH_HAVE_RADIX_SORT
+  radix_sort_pairs(ctx, keys, values, 0, bits);
+#else
   sort_pairs_on_host(ctx, keys, values);
+#endif
 }
+
+bool bvh_sort_is_radix() { return CANOPY_BVH_HAVE_RADIX_SORT != 0; }
 
 }  // namespace detail
 }  // namespace canopy

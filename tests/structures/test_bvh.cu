@@ -278,7 +278,9 @@ TEST_P(BvhTest, AllCentroidsEqual) {
       check_structure(b, boxes_of(m));
       // Equal codes split by position: balanced. (The SAH step may then peel the nested
       // triangles off one by one, which is deeper and cheaper.)
-      if (q == bvh_quality::none) EXPECT_EQ(b.statistics().max_depth, 10u);
+      if (q == bvh_quality::none) {
+        EXPECT_EQ(b.statistics().max_depth, 10u);
+      }
       check_rays(b, dm, m, rays, &reference);
     }
   }

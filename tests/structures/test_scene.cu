@@ -32,7 +32,9 @@ TEST_P(SceneTest, WaveSphereSizesAndTopology) {
     auto ring_of = [&](std::uint32_t i) { return i / s.segments; };
     for (const auto& e : directed) {
       const bool pole_edge = ring_of(e.first) == ring_of(e.second) && (ring_of(e.first) == 0 || ring_of(e.first) == s.rings);
-      if (!pole_edge) EXPECT_TRUE(directed.count({e.second, e.first})) << "open edge " << e.first << "-" << e.second;
+      if (!pole_edge) {
+        EXPECT_TRUE(directed.count({e.second, e.first})) << "open edge " << e.first << "-" << e.second;
+      }
     }
     for (const vec3& p : v) {
       const float r = std::sqrt(length_squared(p));

@@ -36,7 +36,8 @@ CANOPY_HD inline void bvh_traverse_ray(const bvh_view& bvh, const ray& r, float&
   std::uint32_t stack[bvh_max_stack];
   int top = 0;
   std::uint32_t node = bvh.root;
-  if (intersect_aabb(bvh.nodes[node].box, r, inv, tmax) > tmax) return;
+  float t_entry;
+  if (!intersect_aabb(bvh.nodes[node].box, r, inv, tmax, t_entry)) return;
   for (;;) {
     const bvh_node& n = bvh.nodes[node];
     if (is_leaf(n)) {
@@ -45,9 +46,9 @@ CANOPY_HD inline void bvh_traverse_ray(const bvh_view& bvh, const ray& r, float&
         if (leaf(bvh.primitive_indices[first + k], tmax)) return;
     } else {
       const std::uint32_t a = n.left_or_first, b = n.right_or_count;
-      const float ta = intersect_aabb(bvh.nodes[a].box, r, inv, tmax);
-      const float tb = intersect_aabb(bvh.nodes[b].box, r, inv, tmax);
-      const bool hit_a = ta <= tmax, hit_b = tb <= tmax;
+      float ta, tb;
+      const bool hit_a = intersect_aabb(bvh.nodes[a].box, r, inv, tmax, ta);
+      const bool hit_b = intersect_aabb(bvh.nodes[b].box, r, inv, tmax, tb);
       if (hit_a && hit_b) {
         const bool a_first = ta <= tb;
         if (top < bvh_max_stack) stack[top++] = a_first ? b : a;
@@ -61,7 +62,7 @@ CANOPY_HD inline void bvh_traverse_ray(const bvh_view& bvh, const ray& r, float&
     for (;;) {
       if (top == 0) return;
       node = stack[--top];
-      if (intersect_aabb(bvh.nodes[node].box, r, inv, tmax) <= tmax) break;
+      if (intersect_aabb(bvh.nodes[node].box, r, inv, tmax, t_entry)) break;
     }
   }
 }

@@ -142,25 +142,24 @@ CANOPY_HD inline ray_inverse make_ray_inverse(const ray& r) {
   return ray_inverse{{1.0f / r.direction.x, 1.0f / r.direction.y, 1.0f / r.direction.z}};
 }
 
-//! Slab test. Returns the entry distance (>= tmin) when the ray's segment [tmin, tmax] meets the
-//! box, else +inf. The interval is widened by a relative 2^-16 (about 256 ulp) so that rounding in
-//! the slab test and in intersect_triangle() cannot make traversal skip a box whose triangle brute
-//! force would report; only hits whose t carries a larger relative error (rays grazing a triangle
-//! at a box's face, t near 0 on a box boundary) could differ.
-CANOPY_HD inline float intersect_aabb(const aabb& b, const ray& r, const ray_inverse& inv, float tmax) {
+//! Slab test. True when the ray's segment [tmin, tmax] meets the box; tnear then receives the
+//! entry distance (>= tmin). The interval is widened by a relative 2^-16 (about 256 ulp) so that
+//! rounding in the slab test and in intersect_triangle() cannot make traversal skip a box whose
+//! triangle brute force would report; only hits whose t carries a larger relative error (rays
+//! grazing a triangle at a box's face, t near 0 on a box boundary) could differ.
+CANOPY_HD inline bool intersect_aabb(const aabb& b, const ray& r, const ray_inverse& inv, float tmax, float& tnear) {
   const float tx0 = (b.lo.x - r.origin.x) * inv.inv_direction.x, tx1 = (b.hi.x - r.origin.x) * inv.inv_direction.x;
   const float ty0 = (b.lo.y - r.origin.y) * inv.inv_direction.y, ty1 = (b.hi.y - r.origin.y) * inv.inv_direction.y;
   const float tz0 = (b.lo.z - r.origin.z) * inv.inv_direction.z, tz1 = (b.hi.z - r.origin.z) * inv.inv_direction.z;
   // fminf/fmaxf drop a NaN operand (0 * inf when the origin lies on a slab plane of a parallel
   // axis), which treats that axis as unbounded: conservative.
-  float tnear = fmaxf(fmaxf(fminf(tx0, tx1), fminf(ty0, ty1)), fminf(tz0, tz1));
-  float tfar = fminf(fminf(fmaxf(tx0, tx1), fmaxf(ty0, ty1)), fmaxf(tz0, tz1));
+  float t0 = fmaxf(fmaxf(fminf(tx0, tx1), fminf(ty0, ty1)), fminf(tz0, tz1));
+  float t1 = fminf(fminf(fmaxf(tx0, tx1), fmaxf(ty0, ty1)), fmaxf(tz0, tz1));
   constexpr float widen = 1.0f / 65536.0f;
-  tnear = tnear - fabsf(tnear) * widen;
-  tfar = tfar + fabsf(tfar) * widen;
-  tnear = fmaxf(tnear, r.tmin);
-  tfar = fminf(tfar, tmax);
-  return tnear <= tfar ? tnear : std::numeric_limits<float>::infinity();
+  t0 = fmaxf(t0 - fabsf(t0) * widen, r.tmin);
+  t1 = fminf(t1 + fabsf(t1) * widen, tmax);
+  tnear = t0;
+  return t0 <= t1;
 }
 
 //! Möller–Trumbore ray-triangle test (one-sided culling off). Returns true and writes t, u, v when

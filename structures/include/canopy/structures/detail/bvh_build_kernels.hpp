@@ -379,13 +379,17 @@ struct restructure_treelets {
     // opt[s]: least cost of a subtree over leaf set s; split[s]: the part holding s's lowest leaf.
     float opt[treelet_subsets];
     std::uint8_t split[treelet_subsets];
+    // Subset boxes, built incrementally: box(s) = box(s without its lowest leaf) + that leaf.
+    aabb subset_boxes[treelet_subsets];
     const unsigned full = (1u << leaf_n) - 1u;
     for (unsigned s = 1; s <= full; ++s) {
+      const unsigned lowest = s & (0u - s);
+      subset_boxes[s] = (s == lowest) ? leaf_boxes[lowest_bit(s)] : merge(subset_boxes[s ^ lowest], leaf_boxes[lowest_bit(s)]);
       if ((s & (s - 1)) == 0) {
         opt[s] = leaf_costs[lowest_bit(s)];
         continue;
       }
-      const float area = surface_area(subset_box(leaf_boxes, s));
+      const float area = surface_area(subset_boxes[s]);
       const unsigned low = s & (0u - s);
       const unsigned rest = s ^ low;
       float best = 3.4e38f;
@@ -427,7 +431,7 @@ struct restructure_treelets {
         parents[child[c]] = x;
       }
       bvh_node out;
-      out.box = subset_box(leaf_boxes, s);
+      out.box = subset_boxes[s];
       out.left_or_first = child[0];
       out.right_or_count = child[1];
       nodes[x] = out;
@@ -443,12 +447,6 @@ struct restructure_treelets {
     int k = 0;
     while (!(s & (1u << k))) ++k;
     return k;
-  }
-  CANOPY_HD static aabb subset_box(const aabb* boxes, unsigned s) {
-    aabb b = empty_aabb();
-    for (int k = 0; k < treelet_leaves; ++k)
-      if (s & (1u << k)) b = merge(b, boxes[k]);
-    return b;
   }
 };
 
