@@ -24,7 +24,8 @@ namespace canopy {
 #define CANOPY_HAS_LESS 1
 //! a < b with the built-in operator. For floats this is IEEE order: -0.0 and +0.0 are equivalent
 //! (a stable sort keeps their input order), -inf and +inf sort first and last. NaN makes `<` no strict
-//! weak ordering: sorting NaNs with canopy::less gives an unspecified (but in-bounds) permutation.
+//! weak ordering: sorting NaNs with canopy::less is the caller's error; the sort then stays inside
+//! its buffers and terminates, but the output is unspecified (it need not be a permutation).
 template <class T>
 struct less {
   CANOPY_HD constexpr bool operator()(const T& a, const T& b) const { return a < b; }
@@ -53,7 +54,7 @@ namespace canopy {
 //! order).
 //!
 //! `comp(a, b)` returns true when a goes before b; it must be a strict weak ordering (the caller's
-//! duty: with NaN under canopy::less, the result is some permutation of the input, unspecified).
+//! duty: with NaN under canopy::less the output is unspecified, though memory-safe).
 //! On the CUDA backend it must be callable on the device (CANOPY_HD), and the call must be compiled
 //! by nvcc, except for the instantiations the library ships (keys std::uint32_t, std::int32_t,
 //! float, std::uint64_t with canopy::less; values std::uint32_t), which link from host code.

@@ -244,16 +244,21 @@ __device__ __forceinline__ void merge_tile(const Key* in_k, const Value* in_v, K
   const group_sync<Threads, Threads> sync(threadIdx.x);
   const std::size_t pair_start = p0 / (2 * width) * (2 * width);
   const std::size_t a_end = pair_start + width < n ? pair_start + width : n;
+  const int count = int(p1 - p0);
+  // With a strict weak ordering a0 <= a1 <= a0 + count; the clamps only keep a broken comparator
+  // (NaN under <) from reading outside the input.
+  if (a1 < a0) a1 = a0;
+  if (a1 - a0 > std::size_t(count)) a1 = a0 + count;
   const std::size_t b0 = a_end + (p0 - pair_start) - (a0 - pair_start);
   const int a_len = int(a1 - a0);
-  const int count = int(p1 - p0);
+  const std::size_t last = n - 1;
   // Both pieces side by side in shared memory: A at [0, a_len), B at [a_len, count).
   {
     Key tmp[Items];
 #pragma unroll
     for (int i = 0; i < Items; ++i) {
       const int j = threadIdx.x + i * Threads;
-      if (j < count) tmp[i] = j < a_len ? in_k[a0 + j] : in_k[b0 + (j - a_len)];
+      if (j < count) tmp[i] = j < a_len ? in_k[a0 + j] : in_k[b0 + (j - a_len) < last ? b0 + (j - a_len) : last];
     }
 #pragma unroll
     for (int i = 0; i < Items; ++i) {
@@ -266,7 +271,7 @@ __device__ __forceinline__ void merge_tile(const Key* in_k, const Value* in_v, K
 #pragma unroll
     for (int i = 0; i < Items; ++i) {
       const int j = threadIdx.x + i * Threads;
-      if (j < count) tmp[i] = j < a_len ? in_v[a0 + j] : in_v[b0 + (j - a_len)];
+      if (j < count) tmp[i] = j < a_len ? in_v[a0 + j] : in_v[b0 + (j - a_len) < last ? b0 + (j - a_len) : last];
     }
 #pragma unroll
     for (int i = 0; i < Items; ++i) {

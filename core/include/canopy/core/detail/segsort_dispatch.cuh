@@ -56,7 +56,7 @@ void segmented_sort_cuda(const char* function, context& ctx, Key* keys, Value* v
   CANOPY_CUDA_CHECK(cudaMemsetAsync(counters.data() + segsort_bins, 0xff, 2 * sizeof(std::uint32_t), stream));
   {
     const unsigned blocks = unsigned((segments + 255) / 256);
-    segsort_bin_kernel<<<blocks, 256, 0, stream>>>(offsets, segments, n, bounds, lists.data(),
+    segsort_bin_kernel<segsort_bins><<<blocks, 256, 0, stream>>>(offsets, segments, n, bounds, lists.data(),
                                                    counters.data());
     CANOPY_CUDA_CHECK_LAUNCH("canopy::segmented_sort (binning)");
   }

@@ -36,7 +36,9 @@ __device__ __forceinline__ void segment_bounds(const std::uint32_t* offsets, std
 
 //! Appends every segment of size >= 2 to its bin's list. counters[0..bins) count the lists;
 //! counters[bins] receives the smallest s with offsets[s + 1] < offsets[s] and counters[bins + 1]
-//! the last offset when it passes n (both start at UINT32_MAX).
+//! the last offset when it passes n (both start at UINT32_MAX). A template so that every translation
+//! unit including this header may define it.
+template <int Bins = segsort_bins>
 __global__ void segsort_bin_kernel(const std::uint32_t* offsets, std::size_t segments, std::size_t n,
                                    segsort_bin_bounds bounds, std::uint32_t* lists,
                                    std::uint32_t* counters) {
