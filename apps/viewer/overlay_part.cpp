@@ -85,7 +85,9 @@ overlay_requests overlay_part::draw(settings& s, std::size_t triangles, const sh
     ImGui::TextDisabled("(of frame %llu; reading them synchronises)", static_cast<unsigned long long>(stats.frame));
   }
   if (ImGui::Button("refresh statistics")) req.refresh_statistics = true;
-  ImGui::TextDisabled("drag: orbit  right-drag: pan  wheel: zoom  F: fly (WASDQE)");
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextDisabled("drag: orbit, right-drag: pan, wheel: zoom, F: fly mode (right-drag: look, WASDQE: move)");
+  ImGui::PopTextWrapPos();
   ImGui::End();
 
   canopy::app::draw_timing_panel(history, {});

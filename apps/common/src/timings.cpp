@@ -78,11 +78,22 @@ std::vector<float> timing_history::series(const std::string& name) const {
 }
 
 double timing_history::mean(const std::string& name) const {
-  const std::vector<float> v = series(name);
-  if (v.empty()) return 0;
+  // Over the frames that ran the stage (a refit run builds only now and then).
   double sum = 0;
-  for (float x : v) sum += x;
-  return sum / double(v.size());
+  std::size_t count = 0;
+  for (const frame_record& r : records_) {
+    if (name == "wall" || name == "stream") {
+      sum += name == "wall" ? r.wall_ms : r.stream_ms;
+      ++count;
+      continue;
+    }
+    for (const auto& s : r.stages)
+      if (s.first == name) {
+        sum += s.second;
+        ++count;
+      }
+  }
+  return count ? sum / double(count) : 0.0;
 }
 
 void timing_log::write_json(const std::string& path, const std::string& app, const std::string& backend,

@@ -40,7 +40,8 @@ class timing_history {
   const std::vector<std::string>& stage_names() const noexcept { return names_; }
   //! Values of a stage (0 where absent) or of "wall" / "stream", oldest first.
   std::vector<float> series(const std::string& name) const;
-  //! Mean over the history of a stage or of "wall" / "stream"; 0 if empty.
+  //! Mean of a stage over the frames of the history that ran it, or of "wall" / "stream" over all;
+  //! 0 if none.
   double mean(const std::string& name) const;
   void clear() { records_.clear(); names_.clear(); }
 
