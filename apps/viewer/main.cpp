@@ -22,6 +22,7 @@
 #include <canopy/core/error.hpp>
 #include <canopy/core/timer.hpp>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -56,8 +57,9 @@ viewports place(viewer::layout l, int width, int height) {
 
 void write_depth_dump(const std::string& prefix, const app::render_target& target, const viewports& vp,
                       const app::camera& cam, const viewer::raycast_part& raycast) {
-  canopy::require(vp.raster_w > 0 && vp.raycast_w == vp.raster_w, "canopy-viewer", "--depth-dump",
-                  "needs --layout split (both images at the same size)");
+  canopy::require(vp.raster_w > 0 && vp.raycast_w == vp.raster_w && raycast.width() == vp.raster_w,
+                  "canopy-viewer", "--depth-dump",
+                  "needs --layout split and --raycast-divisor 1 (both images at the same size)");
   const std::vector<float> window_depth = target.read_depth();
   std::vector<float> raster(std::size_t(vp.raster_w) * vp.height);
   for (int y = 0; y < vp.height; ++y)
@@ -137,7 +139,9 @@ int main(int argc, char** argv) try {
     }
     if (vp.raycast_w > 0) {
       auto stage = timer.scope("raycast");
-      raycast.trace(structure.builder().view(), scene, camera.rays(vp.raycast_w, vp.height));
+      const int d = s.raycast_divisor;
+      raycast.trace(structure.builder().view(), scene,
+                    camera.rays(std::max(vp.raycast_w / d, 1), std::max(vp.height / d, 1)));
     }
     {
       auto stage = timer.scope("to GL");
@@ -165,7 +169,7 @@ int main(int argc, char** argv) try {
 
     const viewer::overlay_requests req =
         overlay.draw(s, scene.triangle_count(), stats, history, structure.last_was_build());
-    if (window.headless() && int(frame) + 1 == options.frames && !options.screenshot.empty())
+    if (int(frame) + 1 == options.frames && !options.screenshot.empty())
       window.request_screenshot(options.screenshot);
     window.present(target);
 
@@ -186,7 +190,7 @@ int main(int argc, char** argv) try {
       app::frame_record r = app::make_record(*done, wall_ms[done->frame % wall_ms.size()]);
       if (raster_ms >= 0) r.stages.emplace_back("raster (GL)", raster_ms);
       last_recorded = done->frame;
-      if (window.headless()) log.add(r);
+      if (!options.timings.empty()) log.add(r);  // windowed: the frames whose timings completed
       history.push(std::move(r));
     }
     if (!stats.valid || (!window.headless() && frame - stats.frame >= 120)) {
@@ -200,16 +204,16 @@ int main(int argc, char** argv) try {
     if (req.reload_scene) load_scene();
   }
 
-  if (window.headless()) {
+  if (window.headless() || !options.timings.empty() || !options.screenshot.empty()) {
     stats.stats = structure.builder().statistics();
     if (!s.depth_dump.empty()) write_depth_dump(s.depth_dump, target, vp, camera, raycast);
     std::printf("canopy-viewer: %d frames, %zu nodes, depth %zu, SAH cost %.3f\n", options.frames,
                 stats.stats.node_count, stats.stats.max_depth, stats.stats.sah_cost);
     double wall = 0;
     for (const app::frame_record& r : log.records()) wall += r.wall_ms;
-    const double mean = log.records().empty() ? 0 : wall / double(log.records().size());
-    std::printf("canopy-viewer: mean frame %.3f ms (%.1f fps, headless, waiting for each frame)\n", mean,
-                mean > 0 ? 1000.0 / mean : 0.0);
+    const double mean = log.records().empty() ? history.mean("wall") : wall / double(log.records().size());
+    std::printf("canopy-viewer: mean frame %.3f ms (%.1f fps%s)\n", mean, mean > 0 ? 1000.0 / mean : 0.0,
+                window.headless() ? ", headless, waiting for each frame" : "");
     for (const std::string& name : history.stage_names())
       std::printf("  %-14s %9.3f ms\n", name.c_str(), history.mean(name));
     if (!options.timings.empty()) {

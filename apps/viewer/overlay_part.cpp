@@ -24,6 +24,8 @@ overlay_requests overlay_part::draw(settings& s, std::size_t triangles, const sh
                                     const canopy::app::timing_history& history, bool last_was_build) {
   overlay_requests req;
   ImGui::SetNextWindowPos(ImVec2(10, 10), ImGuiCond_FirstUseEver);
+  // Small windows start with the panel folded, so the view stays visible.
+  ImGui::SetNextWindowCollapsed(ImGui::GetIO().DisplaySize.x < 1000.0f, ImGuiCond_FirstUseEver);
   ImGui::SetNextWindowSizeConstraints(ImVec2(330, 0), ImVec2(330, 10000));
   ImGui::Begin("canopy-viewer", nullptr, ImGuiWindowFlags_AlwaysAutoResize);
   ImGui::TextWrapped("%s", backend_.c_str());
@@ -67,6 +69,11 @@ overlay_requests overlay_part::draw(settings& s, std::size_t triangles, const sh
   int view = int(s.view);
   ImGui::Combo("layout", &view, "raster | ray-cast\0raster\0ray-cast\0");
   s.view = layout(view);
+  if (s.view != layout::raster) {
+    int divisor_index = s.raycast_divisor == 4 ? 2 : s.raycast_divisor == 2 ? 1 : 0;
+    if (ImGui::Combo("ray-cast resolution", &divisor_index, "full\0half\0quarter\0"))
+      s.raycast_divisor = 1 << divisor_index;
+  }
   ImGui::Checkbox("pause", &s.paused);
   ImGui::SameLine();
   ImGui::SetNextItemWidth(100);

@@ -14,6 +14,7 @@ const char* settings::usage() {
          "  --no-treelet                  plain LBVH (no treelet restructuring)\n"
          "  --boxes MIN:MAX | --no-boxes  node depths drawn (default 0:7)\n"
          "  --layout split|raster|raycast how the ray-cast image is shown (default split)\n"
+"  --raycast-divisor N           ray-cast at 1/N resolution (1, 2 or 4; default 1)\n"
          "  --spin R                      camera orbit, radians per second (default 0.15)\n"
          "  --paused                      do not animate the scene\n"
          "  --depth-dump PREFIX           at the end write PREFIX-raster.pfm and PREFIX-raycast.pfm\n"
@@ -49,6 +50,10 @@ bool settings::parse(const std::string& flag, const canopy::app::next_arg& next)
     else if (v == "raster") view = layout::raster;
     else if (v == "raycast") view = layout::raycast;
     else canopy::require(false, "canopy-viewer", "--layout", "'" + v + "' is not split, raster or raycast");
+  } else if (flag == "--raycast-divisor") {
+    raycast_divisor = int(parse_positive(next(), "--raycast-divisor"));
+    canopy::require(raycast_divisor == 1 || raycast_divisor == 2 || raycast_divisor == 4, "canopy-viewer",
+                    "--raycast-divisor", "must be 1, 2 or 4");
   } else if (flag == "--spin") {
     spin = canopy::app::parse_float(next(), "--spin");
   } else if (flag == "--paused") {
