@@ -31,7 +31,7 @@ canopy::bvh_build_options options_for(bool treelet) {
 
 structure_part::structure_part(canopy::context& ctx)
     : ctx_(&ctx),
-      builder_(std::make_unique<canopy::bvh_builder>(ctx, options_for(true))),
+      builder_(std::make_unique<canopy::bvh_builder>(ctx, options_for(false))),
       boxes_(ctx),
       depths_(ctx),
       indirect_(ctx) {

@@ -33,7 +33,7 @@ class structure_part {
  private:
   canopy::context* ctx_;
   std::unique_ptr<canopy::bvh_builder> builder_;
-  bool treelet_ = true;
+  bool treelet_ = false;
   std::uint64_t built_topology_ = ~std::uint64_t(0);
   bool last_was_build_ = true;
   canopy::app::shared_buffer<canopy::aabb> boxes_;

@@ -1,8 +1,9 @@
 // Headless runs of canopy-viewer, checked from the files they write.
 //
 // Each backend's suite runs the viewer twice (a few frames, a small scene and image):
-//   A: boxes of depths 0..6 drawn, split layout, screenshot, timings, depth images of both views;
-//   B: boxes hidden, refit mode, screenshot and timings.
+//   A: treelet restructuring on, boxes of depths 0..6 drawn, split layout, screenshot, timings,
+//      depth images of both views;
+//   B: plain LBVH, boxes hidden, refit mode, screenshot and timings.
 // and checks: the screenshots exist and are not one colour; box-palette pixels are present in A
 // and absent in B; the ray-cast depth agrees with the raster depth (same camera, same rays) on at
 // least 99% of the pixels either covers; every stage appears in every frame of the timings with a
@@ -228,7 +229,7 @@ viewer_runs run_both(const std::string& backend) {
   std::remove((r.prefix + "-depth-raycast.pfm").c_str());
   std::remove((r.prefix + "-plain.png").c_str());
   std::remove((r.prefix + "-plain.json").c_str());
-  r.boxes = run_viewer(common + " --boxes 0:6 --screenshot " + r.prefix + "-boxes.png --timings " + r.prefix +
+  r.boxes = run_viewer(common + " --treelet --boxes 0:6 --screenshot " + r.prefix + "-boxes.png --timings " + r.prefix +
                        "-boxes.json --depth-dump " + r.prefix + "-depth");
   r.no_boxes = run_viewer(common + " --no-boxes --refit --screenshot " + r.prefix + "-plain.png --timings " +
                           r.prefix + "-plain.json");
@@ -307,7 +308,7 @@ void check_timings(const std::string& path, const run_result& run, const std::ve
   ASSERT_TRUE(summary && summary->get("fps") && summary->get("fps")->number > 0);
 }
 
-// Outer stages of the viewer, and the builder's own (bvh.hpp) inside "bvh".
+// Outer stages of the viewer, and the builder's own (bvh.hpp) inside "bvh"; run A has treelets on.
 const std::vector<std::string> kBuildStages = {"animate", "bvh", "morton", "sort", "hierarchy", "bounds",
                                                "optimize", "boxes", "raycast", "to GL", "raster (GL)"};
 // Refit run with boxes hidden: the first frame builds, the later ones refit.
