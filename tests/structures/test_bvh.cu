@@ -532,7 +532,8 @@ TEST_P(BvhTest, NodeBoxesByDepth) {
     if (!is_leaf(t.nodes[x]))
       for (std::uint32_t c : {t.nodes[x].left_or_first, t.nodes[x].right_or_count}) depth[c] = depth[x] + 1, stack.push_back(c);
   }
-  for (auto [lo, hi] : {std::pair<std::uint32_t, std::uint32_t>{0, 0}, {2, 5}, {0, 1000}}) {
+  for (const auto& range : {std::pair<std::uint32_t, std::uint32_t>{0, 0}, {2, 5}, {0, 1000}}) {
+    const std::uint32_t lo = range.first, hi = range.second;
     const std::size_t expected = std::count_if(depth.begin(), depth.end(), [&](std::uint32_t d) { return d >= lo && d <= hi; });
     for (std::size_t capacity : {expected, expected / 2}) {
       buffer<aabb> boxes(ctx(), capacity);

@@ -339,7 +339,6 @@ struct restructure_treelets {
   CANOPY_HD void restructure(std::uint32_t root) const {
     std::uint32_t leaves[treelet_leaves];
     aabb leaf_boxes[treelet_leaves];
-    float leaf_areas[treelet_leaves];
     std::uint32_t internals[treelet_leaves - 1];
     const bvh_node r = bvh_load_node(&nodes[root]);
     int leaf_n = 2, internal_n = 1;
@@ -371,11 +370,9 @@ struct restructure_treelets {
     std::uint32_t leaf_sizes[treelet_leaves];
     for (int k = 0; k < leaf_n; ++k) {
       leaf_boxes[k] = leaf_nodes[k].box;
-      leaf_areas[k] = surface_area(leaf_boxes[k]);
       leaf_costs[k] = bvh_load(&cost.costs[leaves[k]]);
       leaf_sizes[k] = bvh_load(&cost.sizes[leaves[k]]);
     }
-    (void)leaf_areas;
     // opt[s]: least cost of a subtree over leaf set s; split[s]: the part holding s's lowest leaf.
     float opt[treelet_subsets];
     std::uint8_t split[treelet_subsets];
