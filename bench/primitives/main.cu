@@ -222,6 +222,15 @@ int main(int argc, char** argv) {
     trim_pool(ctx);
     std::fprintf(stderr, "canopy-bench: copy bandwidth %.1f GB/s (read + write)\n", e.copy_gbps());
 
+    // The JSON is rewritten after every row, so a run cut short (a time limit) keeps what it measured.
+    const std::string device = ctx.device().name;
+    const std::string json_path =
+        opts.out == "-" ? std::string()
+        : opts.out.empty()
+            ? std::string(CANOPY_BENCH_RESULTS_DIR) + "/" + canopy_bench::sanitise_device_name(device) + "-" +
+                  utc_date() + ".json"
+            : opts.out;
+
     std::vector<canopy_bench::result> results;
     const std::size_t total = chosen.size() * opts.sizes.size();
     std::size_t step = 0;
@@ -250,6 +259,7 @@ int main(int argc, char** argv) {
         }
         if (r.state == canopy_bench::result::status::mismatch) ++failures;
         results.push_back(r);
+        if (!json_path.empty()) canopy_bench::write_json(json_path, device, commit, e.copy_gbps(), results);
       }
     }
 
@@ -259,15 +269,7 @@ int main(int argc, char** argv) {
     if (unavailable)
       std::printf("%zu row(s) not run: their canopy primitive is missing from this tree.\n", unavailable);
 
-    if (opts.out != "-") {
-      const std::string device = ctx.device().name;
-      const std::string path = opts.out.empty() ? std::string(CANOPY_BENCH_RESULTS_DIR) + "/" +
-                                                      canopy_bench::sanitise_device_name(device) + "-" + utc_date() +
-                                                      ".json"
-                                                : opts.out;
-      canopy_bench::write_json(path, device, commit, e.copy_gbps(), results);
-      std::printf("results written to %s\n", path.c_str());
-    }
+    if (!json_path.empty()) std::printf("results written to %s\n", json_path.c_str());
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "canopy-bench: %s\n", ex.what());
     return 1;
