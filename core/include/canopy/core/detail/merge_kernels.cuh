@@ -156,7 +156,11 @@ __device__ __forceinline__ void group_sort(Key (&k)[I], Value (&v)[I], Key* sk, 
   const int valid = count - start < 0 ? 0 : (count - start > I ? I : count - start);
   if (valid > 0) thread_sort<Key, Value, HasValues, I>(k, v, valid, comp);
   for (int width = I; width < count; width *= 2) {
-    sync();
+    // While a pair of runs (2 * width items) lies within 32 threads, the round only exchanges data
+    // inside a warp, and a warp barrier is enough.
+    const bool warp_round = G > 32 && 2 * width <= 32 * I;
+    if (warp_round) __syncwarp();
+    else sync();
 #pragma unroll
     for (int i = 0; i < I; ++i) {
       if (i < valid) {
@@ -164,7 +168,8 @@ __device__ __forceinline__ void group_sort(Key (&k)[I], Value (&v)[I], Key* sk, 
         if constexpr (HasValues) sv[start + i] = v[i];
       }
     }
-    sync();
+    if (warp_round) __syncwarp();
+    else sync();
     if (valid > 0) {
       const int pair_start = start / (2 * width) * (2 * width);
       const int a_end = min(pair_start + width, count);

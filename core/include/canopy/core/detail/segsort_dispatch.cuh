@@ -32,10 +32,11 @@ struct segsort_tuning {
   static constexpr std::uint32_t upper[segsort_bins - 1] = {g0 * i0, g1 * i1, g2 * i2, g3 * i3, g4 * i4};
 };
 
-template <class Key, class Value, bool HasValues, class Comp>
+//! `Tune` (segsort_tuning's members) is a parameter so that benchmarks can compare bin layouts.
+template <class Key, class Value, bool HasValues, class Tune = segsort_tuning<Key, Value, HasValues>, class Comp>
 void segmented_sort_cuda(const char* function, context& ctx, Key* keys, Value* values, std::size_t n,
                          const std::uint32_t* offsets, std::size_t segments, Comp comp, offsets_check check) {
-  using tune = segsort_tuning<Key, Value, HasValues>;
+  using tune = Tune;
   cudaStream_t stream = ctx.stream();
   segsort_bin_bounds bounds{};
   std::size_t capacity[segsort_bins];
@@ -43,9 +44,10 @@ void segmented_sort_cuda(const char* function, context& ctx, Key* keys, Value* v
   std::size_t total = 0;
   for (int i = 0; i < segsort_bins; ++i) {
     bounds.upper[i] = i < segsort_bins - 1 ? tune::upper[i] : UINT32_MAX;
-    // Bin i holds segments larger than lower, so at most n / (lower + 1) of them.
+    // Bin i holds segments larger than lower, so at most n / (lower + 1) of them. Bin 0 has no
+    // list: its kernel runs over all segments.
     const std::size_t lower = i == 0 ? 1 : tune::upper[i - 1];
-    capacity[i] = std::min(segments, n / (lower + 1));
+    capacity[i] = i == 0 ? 0 : std::min(segments, n / (lower + 1));
     list_base[i] = total;
     bounds.list_base[i] = total;
     total += capacity[i];
@@ -56,7 +58,7 @@ void segmented_sort_cuda(const char* function, context& ctx, Key* keys, Value* v
   CANOPY_CUDA_CHECK(cudaMemsetAsync(counters.data() + segsort_bins, 0xff, 2 * sizeof(std::uint32_t), stream));
   {
     const unsigned blocks = unsigned((segments + 255) / 256);
-    segsort_bin_kernel<segsort_bins><<<blocks, 256, 0, stream>>>(offsets, segments, n, bounds, lists.data(),
+    segsort_bin_kernel<256><<<blocks, 256, 0, stream>>>(offsets, segments, n, bounds, lists.data(),
                                                    counters.data());
     CANOPY_CUDA_CHECK_LAUNCH("canopy::segmented_sort (binning)");
   }
@@ -74,32 +76,34 @@ void segmented_sort_cuda(const char* function, context& ctx, Key* keys, Value* v
   const std::uint32_t* c = counters.data();
   const std::uint32_t* l = lists.data();
   auto grid = [](std::size_t segs, int per_block) { return unsigned((segs + per_block - 1) / per_block); };
-  if (capacity[0]) {
-    segsort_group_kernel<Key, Value, HasValues, tune::g0, tune::i0, tune::small_block>
-        <<<grid(capacity[0], tune::small_block / tune::g0), tune::small_block, 0, stream>>>(keys, values, n, offsets,
-                                                                                           l + list_base[0], c + 0, comp);
-    CANOPY_CUDA_CHECK_LAUNCH("canopy::segmented_sort (bin 0)");
+  if (n >= 2) {
+    segsort_group_kernel<Key, Value, HasValues, tune::g0, tune::i0, tune::small_block, false>
+        <<<grid(segments, tune::small_block / tune::g0), tune::small_block, 0, stream>>>(keys, values, n, offsets,
+                                                                                        segments, nullptr, nullptr, comp);
+    CANOPY_CUDA_CHECK_LAUNCH("canopy::segmented_sort (tiny segments)");
   }
   if (capacity[1]) {
-    segsort_group_kernel<Key, Value, HasValues, tune::g1, tune::i1, tune::small_block>
-        <<<grid(capacity[1], tune::small_block / tune::g1), tune::small_block, 0, stream>>>(keys, values, n, offsets,
-                                                                                           l + list_base[1], c + 1, comp);
+    segsort_group_kernel<Key, Value, HasValues, tune::g1, tune::i1, tune::small_block, true>
+        <<<grid(capacity[1], tune::small_block / tune::g1), tune::small_block, 0, stream>>>(
+            keys, values, n, offsets, segments, l + list_base[1], c + 1, comp);
     CANOPY_CUDA_CHECK_LAUNCH("canopy::segmented_sort (bin 1)");
   }
   if (capacity[2]) {
-    segsort_group_kernel<Key, Value, HasValues, tune::g2, tune::i2, tune::small_block>
-        <<<grid(capacity[2], tune::small_block / tune::g2), tune::small_block, 0, stream>>>(keys, values, n, offsets,
-                                                                                           l + list_base[2], c + 2, comp);
+    segsort_group_kernel<Key, Value, HasValues, tune::g2, tune::i2, tune::small_block, true>
+        <<<grid(capacity[2], tune::small_block / tune::g2), tune::small_block, 0, stream>>>(
+            keys, values, n, offsets, segments, l + list_base[2], c + 2, comp);
     CANOPY_CUDA_CHECK_LAUNCH("canopy::segmented_sort (bin 2)");
   }
   if (capacity[3]) {
-    segsort_group_kernel<Key, Value, HasValues, tune::g3, tune::i3, tune::g3>
-        <<<grid(capacity[3], 1), tune::g3, 0, stream>>>(keys, values, n, offsets, l + list_base[3], c + 3, comp);
+    segsort_group_kernel<Key, Value, HasValues, tune::g3, tune::i3, tune::g3, true>
+        <<<grid(capacity[3], 1), tune::g3, 0, stream>>>(keys, values, n, offsets, segments, l + list_base[3], c + 3,
+                                                        comp);
     CANOPY_CUDA_CHECK_LAUNCH("canopy::segmented_sort (bin 3)");
   }
   if (capacity[4]) {
-    segsort_group_kernel<Key, Value, HasValues, tune::g4, tune::i4, tune::g4>
-        <<<grid(capacity[4], 1), tune::g4, 0, stream>>>(keys, values, n, offsets, l + list_base[4], c + 4, comp);
+    segsort_group_kernel<Key, Value, HasValues, tune::g4, tune::i4, tune::g4, true>
+        <<<grid(capacity[4], 1), tune::g4, 0, stream>>>(keys, values, n, offsets, segments, l + list_base[4], c + 4,
+                                                        comp);
     CANOPY_CUDA_CHECK_LAUNCH("canopy::segmented_sort (bin 4)");
   }
   if (capacity[5]) {

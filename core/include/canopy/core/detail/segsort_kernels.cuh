@@ -34,16 +34,21 @@ __device__ __forceinline__ void segment_bounds(const std::uint32_t* offsets, std
   e = raw_end > b ? raw_end : b;
 }
 
-//! Appends every segment of size >= 2 to its bin's list. counters[0..bins) count the lists;
+//! Appends every segment of size > upper[0] to its bin's list (bin 0, the tiny segments, is sorted
+//! straight from the offsets and needs no list). counters[0..bins) count the lists;
 //! counters[bins] receives the smallest s with offsets[s + 1] < offsets[s] and counters[bins + 1]
-//! the last offset when it passes n (both start at UINT32_MAX). A template so that every translation
-//! unit including this header may define it.
-template <int Bins = segsort_bins>
-__global__ void segsort_bin_kernel(const std::uint32_t* offsets, std::size_t segments, std::size_t n,
-                                   segsort_bin_bounds bounds, std::uint32_t* lists,
-                                   std::uint32_t* counters) {
-  const std::size_t s = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+//! the last offset when it passes n (both start at UINT32_MAX). List slots are reserved per block
+//! (one global atomic per block and bin) so that millions of segments do not serialise on a
+//! counter. A template so that every translation unit including this header may define it.
+template <int BlockThreads>
+__global__ void __launch_bounds__(BlockThreads)
+    segsort_bin_kernel(const std::uint32_t* offsets, std::size_t segments, std::size_t n, segsort_bin_bounds bounds,
+                       std::uint32_t* lists, std::uint32_t* counters) {
+  __shared__ std::uint32_t block_count[segsort_bins];
+  __shared__ std::uint32_t block_first[segsort_bins];
+  const std::size_t s = std::size_t(blockIdx.x) * BlockThreads + threadIdx.x;
   const unsigned lane = threadIdx.x & 31;
+  if (threadIdx.x < segsort_bins) block_count[threadIdx.x] = 0;
   int bin = -1;
   if (s < segments) {
     const std::uint32_t o0 = offsets[s], o1 = offsets[s + 1];
@@ -52,36 +57,53 @@ __global__ void segsort_bin_kernel(const std::uint32_t* offsets, std::size_t seg
     std::size_t b, e;
     segment_bounds(offsets, s, n, b, e);
     const std::size_t size = e - b;
-    if (size >= 2) {
+    if (size > bounds.upper[0]) {
       bin = segsort_bins - 1;
-      for (int i = segsort_bins - 2; i >= 0; --i)
+      for (int i = segsort_bins - 2; i >= 1; --i)
         if (size <= bounds.upper[i]) bin = i;
     }
   }
+  __syncthreads();
+  std::uint32_t rank = 0;  // slot of this segment among its block's segments of the same bin
 #pragma unroll
-  for (int i = 0; i < segsort_bins; ++i) {
+  for (int i = 1; i < segsort_bins; ++i) {
     const unsigned members = __ballot_sync(0xffffffffu, bin == i);
     if (members == 0) continue;
     const int leader = __ffs(members) - 1;
     std::uint32_t first = 0;
-    if (int(lane) == leader) first = atomicAdd(&counters[i], std::uint32_t(__popc(members)));
+    if (int(lane) == leader) first = atomicAdd(&block_count[i], std::uint32_t(__popc(members)));
     first = __shfl_sync(0xffffffffu, first, leader);
-    if (bin == i) lists[bounds.list_base[i] + first + __popc(members & ((1u << lane) - 1u))] = std::uint32_t(s);
+    if (bin == i) rank = first + __popc(members & ((1u << lane) - 1u));
   }
+  __syncthreads();
+  if (threadIdx.x < segsort_bins && block_count[threadIdx.x] != 0)
+    block_first[threadIdx.x] = atomicAdd(&counters[threadIdx.x], block_count[threadIdx.x]);
+  __syncthreads();
+  if (bin > 0) lists[bounds.list_base[bin] + block_first[bin] + rank] = std::uint32_t(s);
 }
 
-//! Sorts the segments of one bin, one group of G threads per segment (G*I >= the bin's sizes).
-template <class Key, class Value, bool HasValues, int G, int I, int BlockThreads, class Comp>
+//! Sorts segments with one group of G threads per segment (G*I >= the bin's sizes). Listed: group
+//! id indexes the bin's list, whose length is *list_count. Not listed (the tiny bin): group id is
+//! the segment, and the group sorts it only when its size is in [2, G*I]; consecutive groups then
+//! read consecutive memory.
+template <class Key, class Value, bool HasValues, int G, int I, int BlockThreads, bool Listed, class Comp>
 __global__ void __launch_bounds__(BlockThreads)
     segsort_group_kernel(Key* keys, Value* values, std::size_t n, const std::uint32_t* offsets,
-                         const std::uint32_t* list, const std::uint32_t* list_count, Comp comp) {
+                         std::size_t segments, const std::uint32_t* list, const std::uint32_t* list_count,
+                         Comp comp) {
   __shared__ group_storage<Key, Value, HasValues, BlockThreads * I> s;
   const int group = int(threadIdx.x) / G;
   const int lane = int(threadIdx.x) % G;
   const std::size_t id = std::size_t(blockIdx.x) * (BlockThreads / G) + group;
-  if (id >= *list_count) return;  // whole groups leave together
   std::size_t b, e;
-  segment_bounds(offsets, list[id], n, b, e);
+  if constexpr (Listed) {
+    if (id >= *list_count) return;  // whole groups leave together
+    segment_bounds(offsets, list[id], n, b, e);
+  } else {
+    if (id >= segments) return;
+    segment_bounds(offsets, id, n, b, e);
+    if (e - b < 2 || e - b > std::size_t(G * I)) return;
+  }
   const int count = int(e - b);
   const group_sync<G, BlockThreads> sync(threadIdx.x);
   Key* sk = s.keys + group * (G * I);
