@@ -395,6 +395,30 @@ int main(int argc, char** argv) try {
       log.set_info("focus_m", std::to_string(s.dof.lens.focus_distance_m));
       log.write_json(options.timings, "canopy-dof", canopy::to_string(ctx.backend_kind()), ctx.description(), window.renderer());
     }
+    // Self-check of the last frame: pixels in focus that no near-field blur reaches are unchanged,
+    // and the frame does have blurred pixels.
+    const int w = window.width(), h = window.height();
+    std::vector<std::uint32_t> raw(std::size_t(w) * h), out(raw.size());
+    std::vector<float> coc(raw.size()), reach(std::size_t(dof.tiles_x()) * std::size_t(dof.tiles_y()));
+    canopy::copy(ctx, capture.colour(), canopy::host_span(raw.data(), raw.size()));
+    canopy::copy(ctx, canopy::span<const std::uint32_t>(blurred.view()), canopy::host_span(out.data(), out.size()));
+    canopy::copy(ctx, dof.coc(), canopy::host_span(coc.data(), coc.size()));
+    if (s.dof.near_field) canopy::copy(ctx, dof.near_tiles(), canopy::host_span(reach.data(), reach.size()));
+    ctx.synchronize();
+    std::size_t focus_changed = 0, blurred_pixels = 0;
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) {
+        const std::size_t i = std::size_t(y) * w + x;
+        const float r = reach[std::size_t(y / 16) * std::size_t(dof.tiles_x()) + std::size_t(x / 16)];
+        if (std::fabs(coc[i]) < 1.0f && r < 0.5f && out[i] != raw[i]) ++focus_changed;
+        blurred_pixels += out[i] != raw[i];
+      }
+    std::printf("canopy-dof: last frame: %zu of %zu pixels blurred, %zu in-focus pixels changed\n", blurred_pixels,
+                raw.size(), focus_changed);
+    if (focus_changed != 0 || blurred_pixels == 0) {
+      std::fprintf(stderr, "canopy-dof: self-check failed\n");
+      return 1;
+    }
     std::printf("canopy-dof: ok\n");
   }
   return 0;
