@@ -82,6 +82,7 @@ int main(int argc, char** argv) try {
   app::platform window(options, "canopy-viewer");
   canopy::context ctx(canopy::context_options{options.backend});
   if (s.triangles == 0) s.triangles = ctx.is_cuda() ? std::size_t(1) << 20 : std::size_t(1) << 16;
+  if (s.raycast_divisor == 0) s.raycast_divisor = ctx.is_cuda() ? 1 : 2;
 
   app::animated_scene scene(ctx);
   viewer::structure_part structure(ctx);

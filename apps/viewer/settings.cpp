@@ -14,7 +14,7 @@ const char* settings::usage() {
          "  --treelet | --no-treelet      treelet restructuring after the LBVH (default off: plain LBVH)\n"
          "  --boxes MIN:MAX | --no-boxes  node depths drawn (default 0:7)\n"
          "  --layout split|raster|raycast how the ray-cast image is shown (default split)\n"
-"  --raycast-divisor N           ray-cast at 1/N resolution (1, 2 or 4; default 1)\n"
+"  --raycast-divisor N           ray-cast at 1/N resolution (1, 2 or 4; default 1 on CUDA, 2 on the host)\n"
          "  --spin R                      camera orbit, radians per second (default 0.15)\n"
          "  --paused                      do not animate the scene\n"
          "  --depth-dump PREFIX           at the end write PREFIX-raster.pfm and PREFIX-raycast.pfm\n"

@@ -30,7 +30,7 @@ struct settings {
   float speed = 1.0f;               //!< animation speed
   float spin = 0.15f;               //!< camera auto-orbit, radians per second (headless too)
   layout view = layout::split;
-  int raycast_divisor = 1;          //!< ray-cast at 1/N of the viewport's resolution (1, 2 or 4)
+  int raycast_divisor = 0;          //!< ray-cast at 1/N of the viewport's resolution (1, 2 or 4); 0: 1 on CUDA, 2 on the host
   std::string depth_dump;           //!< prefix: write <prefix>-raster.pfm and <prefix>-raycast.pfm at the end
   bool vsync = false;
 

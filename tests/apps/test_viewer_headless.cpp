@@ -222,7 +222,7 @@ viewer_runs run_both(const std::string& backend) {
   r.prefix = r.dir + "/" + backend;
   const std::string common = "--headless --backend " + backend + " --frames " + std::to_string(kFrames) +
                              " --width " + std::to_string(kWidth) + " --height " + std::to_string(kHeight) +
-                             " --triangles 3000 --no-ui --layout split";
+                             " --triangles 3000 --no-ui --layout split --raycast-divisor 1";
   std::remove((r.prefix + "-boxes.png").c_str());
   std::remove((r.prefix + "-boxes.json").c_str());
   std::remove((r.prefix + "-depth-raster.pfm").c_str());
