@@ -31,14 +31,13 @@ struct row_prefix {
   int width, channels;
   CANOPY_HD void operator()(std::size_t row) const {
     const int y = int(row);
-    for (int c = 0; c < channels; ++c) {
-      Table acc = Table(0);
-      for (int x = 0; x < width; ++x) {
-        const std::size_t i = element(x, y, c, width, channels);
-        acc += to_table<Table>(image[i], offset, c);
-        table[i] = acc;
+    Table acc[4] = {Table(0), Table(0), Table(0), Table(0)};  // channels <= 4
+    std::size_t i = element(0, y, 0, width, channels);
+    for (int x = 0; x < width; ++x)
+      for (int c = 0; c < channels; ++c, ++i) {
+        acc[c] += to_table<Table>(image[i], offset, c);
+        table[i] = acc[c];
       }
-    }
   }
 };
 
