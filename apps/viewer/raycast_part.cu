@@ -37,8 +37,7 @@ struct trace_pixels {
     r.direction = canopy::vec3{cam.forward[0] + sx * cam.right[0] + sy * cam.up[0],
                                cam.forward[1] + sx * cam.right[1] + sy * cam.up[1],
                                cam.forward[2] + sx * cam.right[2] + sy * cam.up[2]};
-    // The raster view's clip planes. A finite tmax also matters to the traversal: with tmax = +inf
-    // bvh_traverse_ray cannot tell a missed box (entry +inf) from a hit one and visits every node.
+    // The raster view's clip planes, so that both images see the same depth range.
     r.tmin = cam.near_depth;
     r.tmax = cam.far_depth;
     const canopy::hit h = canopy::bvh_trace_closest(bvh, vertices, indices, r);
