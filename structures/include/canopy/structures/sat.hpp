@@ -129,8 +129,7 @@ struct sat_view {
 //! channels in 1..4; width, height >= 0 (0 builds nothing), width * height * channels < 2^31.
 //! Complexity: O(width * height * channels) work. Temporary memory from ctx.resource():
 //! single_pass: (2 * (32 + 128) * channels * sizeof(Table) + 8) bytes per 32 x 128 tile (about
-//! 1/13 of the table for u32 RGBA) + 4 bytes; two_pass and host: none (float tables: 8 * channels
-//! bytes for the offset sum). Stable API.
+//! 1/13 of the table for u32 RGBA) + 4 bytes; two_pass and host: none. Stable API.
 template <class In, class Table>
 void build_sat(context& ctx, span<const In> image, int width, int height, int channels, span<Table> table,
                span<Table> offset, const sat_options& options = {});
