@@ -52,6 +52,8 @@ bvh_builder::bvh_builder(context& ctx, bvh_build_options options) : ctx_(&ctx), 
           "must be 30 or 63, got " + std::to_string(options.morton_bits));
   require(options.treelet_rounds >= 0 && options.treelet_rounds <= 16, builder_name, "options.treelet_rounds",
           "must be in [0, 16], got " + std::to_string(options.treelet_rounds));
+  require(options.treelet_leaves >= 3 && options.treelet_leaves <= detail::treelet_leaves, builder_name,
+          "options.treelet_leaves", "must be in [3, 7], got " + std::to_string(options.treelet_leaves));
   require(options.treelet_min_primitives >= 3, builder_name, "options.treelet_min_primitives",
           "must be at least 3, got " + std::to_string(options.treelet_min_primitives));
   require(options.traversal_cost >= 0.0f && options.intersection_cost > 0.0f, builder_name, "options",
@@ -170,7 +172,8 @@ void bvh_builder::build(const Source& source, std::size_t n, stage_timer* timer)
       const std::uint64_t min_size = std::uint64_t(options_.treelet_min_primitives) << round;
       for_each(ctx, n,
                detail::restructure_treelets{nodes_.view(), parents_.view(), counters_.view(), cost, n,
-                                            std::uint32_t(std::min<std::uint64_t>(min_size, 0xffffffffu))});
+                                            std::uint32_t(std::min<std::uint64_t>(min_size, 0xffffffffu)),
+                                            options_.treelet_leaves});
     }
   }
 }

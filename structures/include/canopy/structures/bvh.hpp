@@ -85,6 +85,7 @@ struct bvh_build_options {
   int morton_bits = 30;                      //!< 30 (u32 sort, faster) or 63 (u64 sort, finer)
   bvh_quality quality = bvh_quality::treelet; //!< quality step after the hierarchy
   int treelet_rounds = 2;                    //!< restructuring rounds (each one bottom-up pass)
+  int treelet_leaves = 7;                    //!< leaves per treelet, 3..7: DP work grows ~3^leaves
   int treelet_min_primitives = 16;           //!< round r only restructures nodes with >= this * 2^r primitives beneath
   float traversal_cost = 1.0f;               //!< SAH cost of visiting an internal node (C_t)
   float intersection_cost = 1.0f;            //!< SAH cost of testing one primitive (C_i)

@@ -34,9 +34,34 @@ CANOPY_HD inline vec3 operator-(vec3 a, vec3 b) { return {a.x - b.x, a.y - b.y, 
 CANOPY_HD inline vec3 operator*(vec3 a, float s) { return {a.x * s, a.y * s, a.z * s}; }
 CANOPY_HD inline vec3 operator*(float s, vec3 a) { return {a.x * s, a.y * s, a.z * s}; }
 CANOPY_HD inline vec3 operator*(vec3 a, vec3 b) { return {a.x * b.x, a.y * b.y, a.z * b.z}; }
-CANOPY_HD inline float dot(vec3 a, vec3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+// Products and sums that nvcc may not fuse into FMAs, so that dot, cross, areas, distances and the
+// ray-triangle test round exactly as on the host (the host build does not contract: ISO C++ mode,
+// no -march): both backends then return bit-identical hits, distances and SAH decisions.
+CANOPY_HD inline float mul_rn(float a, float b) {
+#if CANOPY_DEVICE_PASS
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+CANOPY_HD inline float add_rn(float a, float b) {
+#if CANOPY_DEVICE_PASS
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+CANOPY_HD inline float sub_rn(float a, float b) {
+#if CANOPY_DEVICE_PASS
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+CANOPY_HD inline float dot(vec3 a, vec3 b) { return add_rn(add_rn(mul_rn(a.x, b.x), mul_rn(a.y, b.y)), mul_rn(a.z, b.z)); }
 CANOPY_HD inline vec3 cross(vec3 a, vec3 b) {
-  return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
+  return {sub_rn(mul_rn(a.y, b.z), mul_rn(a.z, b.y)), sub_rn(mul_rn(a.z, b.x), mul_rn(a.x, b.z)),
+          sub_rn(mul_rn(a.x, b.y), mul_rn(a.y, b.x))};
 }
 CANOPY_HD inline float length_squared(vec3 a) { return dot(a, a); }
 CANOPY_HD inline float fmin3(float a, float b, float c) { return fminf(a, fminf(b, c)); }
@@ -75,7 +100,7 @@ CANOPY_HD inline vec3 extent(aabb a) { return a.hi - a.lo; }
 CANOPY_HD inline float surface_area(aabb a) {
   if (is_empty(a)) return 0.0f;
   const vec3 e = extent(a);
-  return 2.0f * (e.x * e.y + e.y * e.z + e.z * e.x);
+  return 2.0f * add_rn(add_rn(mul_rn(e.x, e.y), mul_rn(e.y, e.z)), mul_rn(e.z, e.x));
 }
 //! True when a and b share at least one point (touching faces count).
 CANOPY_HD inline bool overlaps(aabb a, aabb b) {
@@ -94,12 +119,12 @@ CANOPY_HD inline float distance_squared(aabb a, vec3 p) {
   const float dx = fmaxf(fmaxf(a.lo.x - p.x, 0.0f), p.x - a.hi.x);
   const float dy = fmaxf(fmaxf(a.lo.y - p.y, 0.0f), p.y - a.hi.y);
   const float dz = fmaxf(fmaxf(a.lo.z - p.z, 0.0f), p.z - a.hi.z);
-  return dx * dx + dy * dy + dz * dz;
+  return add_rn(add_rn(mul_rn(dx, dx), mul_rn(dy, dy)), mul_rn(dz, dz));
 }
 //! Squared distance between two points, summed x, y, z in that order (queries and tests share it).
 CANOPY_HD inline float distance_squared(vec3 a, vec3 b) {
   const float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
-  return dx * dx + dy * dy + dz * dz;
+  return add_rn(add_rn(mul_rn(dx, dx), mul_rn(dy, dy)), mul_rn(dz, dz));
 }
 CANOPY_HD inline aabb triangle_aabb(vec3 a, vec3 b, vec3 c) { return aabb{vmin(vmin(a, b), c), vmax(vmax(a, b), c)}; }
 

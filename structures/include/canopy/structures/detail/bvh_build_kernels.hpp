@@ -323,6 +323,7 @@ struct restructure_treelets {
   bvh_cost_arrays cost;
   std::size_t n;
   std::uint32_t min_size;
+  int max_leaves;  // 3..treelet_leaves
 
   CANOPY_HD void operator()(std::size_t i) const {
     std::uint32_t node = std::uint32_t(n - 1 + i);
@@ -348,7 +349,7 @@ struct restructure_treelets {
     bvh_node leaf_nodes[treelet_leaves];
     leaf_nodes[0] = bvh_load_node(&nodes[leaves[0]]);
     leaf_nodes[1] = bvh_load_node(&nodes[leaves[1]]);
-    while (leaf_n < treelet_leaves) {
+    while (leaf_n < max_leaves) {
       int pick = -1;
       float pick_area = -1.0f;
       for (int k = 0; k < leaf_n; ++k) {
