@@ -319,7 +319,7 @@ std::map<std::string, std::unique_ptr<viewer_runs>>& runs() {
   static std::map<std::string, std::unique_ptr<viewer_runs>> r;
   return r;
 }
-const viewer_runs& runs_for(const std::string& backend) {
+const viewer_runs& runs_for(const char* backend) {
   auto& r = runs()[backend];
   if (!r) r = std::make_unique<viewer_runs>(run_both(backend));
   return *r;
