@@ -89,8 +89,10 @@ __device__ __forceinline__ void thread_sort(Key (&k)[I], Value (&v)[I], int vali
 template <class Key, int I, class Comp>
 __device__ __forceinline__ void serial_merge(const Key* s, int ai, int a_end, int bi, int b_end, Key (&k)[I],
                                              int (&idx)[I], Comp comp) {
-  Key ka = s[ai < a_end ? ai : 0];
-  Key kb = s[bi < b_end ? bi : 0];
+  // An exhausted run's head is never used; it is read from inside the pair's own range (never
+  // empty: b_end > the pair's start) so that a warp-only merge round reads no other warp's items.
+  Key ka = s[ai < a_end ? ai : b_end - 1];
+  Key kb = s[bi < b_end ? bi : b_end - 1];
 #pragma unroll
   for (int i = 0; i < I; ++i) {
     const bool take_b = bi < b_end && (ai >= a_end || comp(kb, ka));
