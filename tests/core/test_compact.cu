@@ -247,6 +247,31 @@ TEST(CudaCompact, At2Pow28MatchesHostAndCub) {
     });
     const double ms =
         time([&] { canopy::select_if<std::uint32_t>(ctx, in.view(), out.view(), count.view(), half); });
+    using canopy::detail::tuning::scan_shape;
+    const double v64_ms = time([&] {
+      canopy::detail::launch_select<std::uint32_t, canopy::detail::predicate_selector<below>,
+                                    scan_shape<std::uint32_t, unsigned, 64, 256>>(
+          ctx, in.data(), n, out.data(), count.data(), canopy::detail::predicate_selector<below>{half}, false);
+    });
+    const double v96_ms = time([&] {
+      canopy::detail::launch_select<std::uint32_t, canopy::detail::predicate_selector<below>,
+                                    scan_shape<std::uint32_t, unsigned, 128, 256, 1, false, true>>(
+          ctx, in.data(), n, out.data(), count.data(), canopy::detail::predicate_selector<below>{half}, false);
+    });
+    const double vs_ms = time([&] {
+      canopy::detail::launch_select<std::uint32_t, canopy::detail::predicate_selector<below>,
+                                    scan_shape<std::uint32_t, unsigned, 128, 256, 1, true>>(
+          ctx, in.data(), n, out.data(), count.data(), canopy::detail::predicate_selector<below>{half}, false);
+    });
+    std::printf("select_u32_50 n=2^%d variants: 64 B/thread %.4f ms (CUB/canopy %.3f), 128 B/thread speculative %.4f ms (%.3f), "
+                "128 B/thread streaming %.4f ms (%.3f)\n",
+                lg, v64_ms, cub_ms / v64_ms, v96_ms, cub_ms / v96_ms, vs_ms, cub_ms / vs_ms);
+    {
+      const std::size_t kv = count.to_host()[0];
+      auto gv = out.to_host(), cv = ref.to_host();
+      EXPECT_EQ(kv, std::size_t(ref_count.to_host()[0]));
+      EXPECT_TRUE(std::equal(gv.begin(), gv.begin() + kv, cv.begin())) << "streaming variant 2^" << lg;
+    }
     const double part_ms =
         time([&] { canopy::partition<std::uint32_t>(ctx, in.view(), out.view(), count.view(), half); });
     CANOPY_CUDA_CHECK(cudaEventDestroy(a));

@@ -60,8 +60,8 @@ TEST_P(ReduceTest, SumsMatchAccumulate) {
     std::vector<std::int32_t> in(n);
     for (auto& x : in) x = std::int32_t(rng());  // wraps: compare in uint32
     auto b = upload(in);
-    const std::int32_t got = canopy::reduce<std::int32_t>(ctx(), b.view(), 5, canopy::plus<std::int32_t>{});
-    std::uint32_t want = 5;
+    const std::int32_t got = canopy::reduce<std::int32_t>(ctx(), b.view(), 0, canopy::plus<std::int32_t>{});
+    std::uint32_t want = 0;
     for (auto x : in) want += std::uint32_t(x);
     EXPECT_EQ(std::uint32_t(got), want) << "n=" << n;
 
@@ -93,8 +93,10 @@ TEST_P(ReduceTest, MaxMinHostileDistributions) {
 
 TEST_P(ReduceTest, EmptyGivesIdentity) {
   canopy::buffer<double> r(ctx(), 1);
-  canopy::reduce<double>(ctx(), canopy::span<const double>{}, r.view(), 42.0, canopy::plus<double>{});
-  EXPECT_EQ(r.to_host()[0], 42.0);
+  r.fill_bytes(0x7f);
+  canopy::reduce<double>(ctx(), canopy::span<const double>{}, r.view(), -1e300, canopy::maximum<double>{});
+  EXPECT_EQ(r.to_host()[0], -1e300);
+  EXPECT_EQ(canopy::reduce<double>(ctx(), canopy::span<const double>{}, 1.0, canopy::multiplies<double>{}), 1.0);
 }
 
 TEST_P(ReduceTest, NonCommutativeOrderIsKept) {

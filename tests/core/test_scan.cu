@@ -10,6 +10,8 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <limits>
 #include <numeric>
@@ -449,18 +451,21 @@ double median_ms(canopy::context& ctx, F&& f, int reps = 20) {
 }
 
 template <class T, class Shape, bool Exclusive>
-void time_shape(canopy::context& ctx, const char* label, canopy::buffer<T>& in, canopy::buffer<T>& out, double cub_ms,
-                double copy_ms) {
+void time_shape(canopy::context& ctx, const char* label, canopy::buffer<T>& in, canopy::buffer<T>& out,
+                canopy::buffer<T>& ref, double cub_ms, double copy_ms) {
   const std::size_t n = in.size();
   const T zero = 0;
+  out.fill_bytes(0);
   const double ms = median_ms(ctx, [&] {
     canopy::detail::launch_single_pass_scan<T, canopy::plus<T>, canopy::detail::scan_plain, Shape>(
         ctx, in.data(), out.data(), n, nullptr, 0, Exclusive ? &zero : nullptr, canopy::plus<T>{});
   });
   const double gbs = 2.0 * n * sizeof(T) / (ms * 1e6);
-  std::printf("  %-34s n=2^%-2d threads=%3d items=%2d  %.4f ms  %7.1f GB/s  %5.1f%% of copy  CUB/canopy %.3f\n", label,
-              int(std::log2(double(n))), Shape::block_threads, Shape::items, ms, gbs, 100.0 * copy_ms / ms,
-              cub_ms / ms);
+  const bool agree = out.to_host() == ref.to_host();
+  std::printf("  %-34s n=2^%-2d threads=%3d items=%2d  %.4f ms  %7.1f GB/s  %5.1f%% of copy  CUB/canopy %.3f %s\n",
+              label, int(std::log2(double(n))), Shape::block_threads, Shape::items, ms, gbs, 100.0 * copy_ms / ms,
+              cub_ms / ms, agree ? "(matches CUB)" : "(DIFFERS FROM CUB)");
+  EXPECT_TRUE(agree) << label;
 }
 }  // namespace
 
@@ -490,14 +495,16 @@ TEST(CudaScanPerf, VersusCub) {
       std::printf("scan_i32_inclusive n=2^%d: copy %.4f ms (%.1f GB/s), CUB %.4f ms (%.1f GB/s)\n", lg, copy_ms,
                   2.0 * n * sizeof(T) / (copy_ms * 1e6), cub_ms, 2.0 * n * sizeof(T) / (cub_ms * 1e6));
       using canopy::detail::tuning::scan_shape;
-      time_shape<T, scan_shape<T, T, 64, 256>, false>(ctx, "default (64 B/thread, 256)", in, out, cub_ms, copy_ms);
-      EXPECT_TRUE(out.to_host() == ref.to_host()) << "canopy and CUB disagree";
-      time_shape<T, scan_shape<T, T, 32, 256>, false>(ctx, "32 B/thread, 256", in, out, cub_ms, copy_ms);
-      time_shape<T, scan_shape<T, T, 96, 256>, false>(ctx, "96 B/thread, 256", in, out, cub_ms, copy_ms);
-      time_shape<T, scan_shape<T, T, 128, 256>, false>(ctx, "128 B/thread, 256", in, out, cub_ms, copy_ms);
-      time_shape<T, scan_shape<T, T, 64, 128>, false>(ctx, "64 B/thread, 128", in, out, cub_ms, copy_ms);
-      time_shape<T, scan_shape<T, T, 64, 512>, false>(ctx, "64 B/thread, 512", in, out, cub_ms, copy_ms);
-      time_shape<T, scan_shape<T, T, 96, 128>, false>(ctx, "96 B/thread, 128", in, out, cub_ms, copy_ms);
+      using canopy::detail::tuning::default_scan_shape;
+      time_shape<T, default_scan_shape<T, T>, false>(ctx, "default", in, out, ref, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 128, 256, 1, true>, false>(ctx, "128 B/thread, 256, streaming", in, out, ref, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 128, 256, 1, false, true>, false>(ctx, "128 B/thread, 256, speculative", in, out, ref, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 128, 256, 1, true, true>, false>(ctx, "128 B/thread, 256, spec+streaming", in, out, ref, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 64, 256, 1, false, true>, false>(ctx, "64 B/thread, 256, speculative", in, out, ref, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 96, 256>, false>(ctx, "96 B/thread, 256", in, out, ref, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 128, 384>, false>(ctx, "128 B/thread, 384", in, out, ref, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 128, 128>, false>(ctx, "128 B/thread, 128", in, out, ref, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 64, 256>, false>(ctx, "64 B/thread, 256", in, out, ref, cub_ms, copy_ms);
       const double api_ms = median_ms(ctx, [&] {
         canopy::inclusive_scan<T>(ctx, in.view(), out.view(), canopy::plus<T>{});
       });
@@ -523,11 +530,14 @@ TEST(CudaScanPerf, VersusCub) {
       std::printf("scan_i64_exclusive n=2^%d: copy %.4f ms, CUB %.4f ms (%.1f GB/s)\n", lg, copy_ms, cub_ms,
                   2.0 * m * sizeof(T) / (cub_ms * 1e6));
       using canopy::detail::tuning::scan_shape;
-      time_shape<T, scan_shape<T, T, 64, 256>, true>(ctx, "default (64 B/thread, 256)", in, out, cub_ms, copy_ms);
-      EXPECT_TRUE(out.to_host() == ref.to_host()) << "canopy and CUB disagree";
-      time_shape<T, scan_shape<T, T, 128, 256>, true>(ctx, "128 B/thread, 256", in, out, cub_ms, copy_ms);
-      time_shape<T, scan_shape<T, T, 96, 256>, true>(ctx, "96 B/thread, 256", in, out, cub_ms, copy_ms);
-      time_shape<T, scan_shape<T, T, 128, 128>, true>(ctx, "128 B/thread, 128", in, out, cub_ms, copy_ms);
+      using canopy::detail::tuning::default_scan_shape;
+      time_shape<T, default_scan_shape<T, T>, true>(ctx, "default", in, out, ref, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 128, 128, 1, true>, true>(ctx, "128 B/thread, 128, streaming", in, out, ref, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 128, 256>, true>(ctx, "128 B/thread, 256", in, out, ref, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 128, 128, 1, false, true>, true>(ctx, "128 B/thread, 128, speculative", in, out, ref, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 128, 256, 1, false, true>, true>(ctx, "128 B/thread, 256, speculative", in, out, ref, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 96, 128>, true>(ctx, "96 B/thread, 128", in, out, ref, cub_ms, copy_ms);
+      time_shape<T, scan_shape<T, T, 128, 64>, true>(ctx, "128 B/thread, 64", in, out, ref, cub_ms, copy_ms);
     }
   }
 }

@@ -26,14 +26,15 @@ namespace canopy {
 
 namespace detail {
 #if CANOPY_HAS_CUDA
-//! CUDA reduction engine (reduce_dispatch.cuh): writes identity op in[0] op ... op in[n-1] to *result.
+//! CUDA reduction engine (reduce_dispatch.cuh): writes in[0] op ... op in[n-1] (or identity) to *result.
 template <class T, class Op>
 void cuda_reduce(context& ctx, const T* in, std::size_t n, T* result, T identity, Op op);
 #endif
 }  // namespace detail
 
-//! Writes identity op in[0] op ... op in[n-1] to result[0] (a 1-element span in ctx.space()),
-//! asynchronously on the CUDA backend. n == 0 writes identity.
+//! Writes in[0] op ... op in[n-1] to result[0] (a 1-element span in ctx.space()), asynchronously
+//! on the CUDA backend. `identity` must be an identity of op (e.g. 0 for plus, the lowest value for
+//! maximum): the CUDA backend pads partial tiles and empty blocks with it. n == 0 writes identity.
 //! Complexity O(n). Temporary memory: CUDA one T per block of the grid (≤ a few KiB); host one T per chunk.
 template <class T, class Op>
 void reduce(context& ctx, span<const T> in, span<T> result, T identity, Op op) {
@@ -51,7 +52,7 @@ void reduce(context& ctx, span<const T> in, span<T> result, T identity, Op op) {
   result[0] = detail::host_reduce(in.data(), in.size(), identity, op);
 }
 
-//! Returns identity op in[0] op ... op in[n-1] to the host. Synchronises the context's stream.
+//! Returns in[0] op ... op in[n-1] (identity when n == 0) to the host. Synchronises the context's stream.
 template <class T, class Op>
 T reduce(context& ctx, span<const T> in, T identity, Op op) {
   if (!ctx.is_cuda()) {

@@ -16,14 +16,15 @@
 namespace canopy {
 namespace detail {
 
-template <class T, class Selector>
-void cuda_select(context& ctx, const T* in, std::size_t n, T* out, std::size_t* count, Selector select,
-                 bool partition) {
+template <class T, class Selector, class Shape = tuning::default_scan_shape<T, unsigned>>
+void launch_select(context& ctx, const T* in, std::size_t n, T* out, std::size_t* count, Selector select,
+                   bool partition) {
   if (n == 0) {
     CANOPY_CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof(std::size_t), ctx.stream()));
     return;
   }
-  using Shape = tuning::scan_shape<T, unsigned>;
+  static_assert(Shape::tile_items * sizeof(T) <= 40 * 1024,
+                "values too large to stage a tile in shared memory: select indices, then gather");
   const std::size_t tiles = (n + Shape::tile_items - 1) / Shape::tile_items;
   require(tiles <= std::size_t(INT_MAX), "canopy select", "in", "too many elements for one launch");
   single_pass_scratch scratch(ctx, tile_status_bytes<unsigned long long>(tiles));
@@ -38,6 +39,12 @@ void cuda_select(context& ctx, const T* in, std::size_t n, T* out, std::size_t* 
     reverse_tail_kernel<T><<<static_cast<unsigned>(blocks), block, 0, ctx.stream()>>>(out, n, count);
     CANOPY_CUDA_CHECK_LAUNCH("canopy::reverse_tail_kernel");
   }
+}
+
+template <class T, class Selector>
+void cuda_select(context& ctx, const T* in, std::size_t n, T* out, std::size_t* count, Selector select,
+                 bool partition) {
+  launch_select<T, Selector>(ctx, in, n, out, count, select, partition);
 }
 
 }  // namespace detail

@@ -33,7 +33,8 @@ struct select_kernel_params {
 };
 
 template <class T, class Selector, class Shape>
-__global__ void __launch_bounds__(Shape::block_threads) single_pass_select_kernel(select_kernel_params<T, Selector> p) {
+__global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
+    single_pass_select_kernel(select_kernel_params<T, Selector> p) {
   constexpr int Rows = Shape::rows, Vec = Shape::vec, Warps = Shape::warps, Block = Shape::block_threads;
   using count_t = unsigned long long;
   static_assert(Rows * Vec <= 32, "one selection bit per item");
@@ -49,17 +50,34 @@ __global__ void __launch_bounds__(Shape::block_threads) single_pass_select_kerne
   const auto status = make_tile_status<count_t>(p.status, p.tiles);
 
   if (threadIdx.x == 0) s_tile = atomicAdd(p.tile_counter, 1u);
-  __syncthreads();
-  const std::size_t tile = s_tile;
   const unsigned warp = threadIdx.x / 32, lane = lane_id();
+  const bool in_aligned = (reinterpret_cast<std::uintptr_t>(p.in) & 15u) == 0;
+  T x[Rows][Vec];
+  const auto load_tile = [&](std::size_t t) {
+    const std::size_t base = t * std::size_t(Shape::tile_items);
+    const bool whole = base + Shape::tile_items <= p.n;
+    load_rows<T, Rows, Vec, Shape::streaming>(p.in, p.n, base + std::size_t(warp) * Shape::warp_items, whole,
+                                              in_aligned, x, whole ? T{} : p.in[base]);
+  };
+  std::size_t tile;
+  if constexpr (Shape::speculative) {
+    // Guess that the counter hands out blockIdx.x (blocks start in index order) and load that
+    // tile while the atomic is in flight; on a wrong guess load the tile really given (usually
+    // from L2, as the guessed tile's owner has just read it or is about to).
+    load_tile(blockIdx.x);
+    __syncthreads();
+    tile = s_tile;
+    if (tile != blockIdx.x) load_tile(tile);
+  } else {
+    __syncthreads();
+    tile = s_tile;
+    load_tile(tile);
+  }
   const std::size_t tile_base = tile * std::size_t(Shape::tile_items);
   const std::size_t warp_base = tile_base + std::size_t(warp) * Shape::warp_items;
   const bool full = tile_base + Shape::tile_items <= p.n;
   const unsigned tile_valid = full ? unsigned(Shape::tile_items) : unsigned(p.n - tile_base);
 
-  T x[Rows][Vec];
-  load_rows<T, Rows, Vec>(p.in, p.n, warp_base, full, (reinterpret_cast<std::uintptr_t>(p.in) & 15u) == 0, x,
-                          full ? T{} : p.in[tile_base]);
   unsigned selected = 0;
 #pragma unroll
   for (int r = 0; r < Rows; ++r)

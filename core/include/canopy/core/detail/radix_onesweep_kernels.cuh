@@ -6,8 +6,8 @@
 //   2. onesweep_pass_kernel, per tile of TILE records:
 //      - tile ids come from an atomic counter, so tile t only waits on tiles that already run;
 //      - warp-level ranking: each warp takes its keys in position order (item i, then lane),
-//        groups equal digits with __match_any_sync and keeps per-warp digit counters in shared
-//        memory; rank = earlier count of that digit in the warp + peers on lower lanes;
+//        groups equal digits with one ballot per digit bit and keeps per-warp digit counters in
+//        shared memory; rank = earlier count of that digit in the warp + peers on lower lanes;
 //      - the tile's per-digit counts are published at once (flag AGGREGATE), then each of 256
 //        threads looks back over earlier tiles' counts for its digit until it meets an INCLUSIVE
 //        prefix, and publishes its own inclusive prefix (decoupled look-back over digit bins);
@@ -35,10 +35,18 @@ constexpr std::uint32_t max_elements = value_mask;  // counts must fit the 30-bi
 
 //! Tile shape. 384 threads x 16 items (24 KiB of 4-byte keys in the exchange buffer) for 4-byte
 //! records; 12 items when 8-byte keys or values must fit the same static shared memory (< 48 KiB).
+#ifndef CANOPY_ONESWEEP_ITEMS_4
+#define CANOPY_ONESWEEP_ITEMS_4 16
+#endif
+#ifndef CANOPY_ONESWEEP_ITEMS_8
+#define CANOPY_ONESWEEP_ITEMS_8 12
+#endif
 template <class K, class V>
 struct tuning {
   static constexpr int threads = 384;
-  static constexpr int items = (sizeof(K) == 4 && (std::is_same_v<V, no_value> || sizeof(V) == 4)) ? 16 : 12;
+  static constexpr int items = (sizeof(K) == 4 && (std::is_same_v<V, no_value> || sizeof(V) == 4))
+                                   ? CANOPY_ONESWEEP_ITEMS_4
+                                   : CANOPY_ONESWEEP_ITEMS_8;
   static constexpr int tile = threads * items;
   static constexpr int warps = threads / 32;
 };
@@ -67,6 +75,28 @@ __device__ __forceinline__ void store_relaxed(std::uint32_t* p, std::uint32_t v)
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
+//! Lanes of the warp whose digit equals d (d in [0, 256], 256 = no record). Eight ballots, one
+//! per digit bit, are cheaper than __match_any_sync on sm_70..sm_90; a ninth on the "no record"
+//! bit is needed only in the last, partial tile.
+__device__ __forceinline__ std::uint32_t match_digit(std::uint32_t d, bool full_tile) {
+#if defined(CANOPY_ONESWEEP_MATCH_ANY)
+  return __match_any_sync(0xffffffffu, d);
+#endif
+  std::uint32_t peers = 0xffffffffu;
+#pragma unroll
+  for (int b = 0; b < 8; ++b) {
+    const bool set = (d >> b) & 1u;
+    const std::uint32_t ballot = __ballot_sync(0xffffffffu, set);
+    peers &= set ? ballot : ~ballot;
+  }
+  if (!full_tile) {
+    const bool set = d >> 8;
+    const std::uint32_t ballot = __ballot_sync(0xffffffffu, set);
+    peers &= set ? ballot : ~ballot;
+  }
+  return peers;
+}
+
 template <class K, class V>
 __global__ void __launch_bounds__(tuning<K, V>::threads) onesweep_pass_kernel(pass_args<K, V> a) {
   using T = tuning<K, V>;
@@ -74,7 +104,11 @@ __global__ void __launch_bounds__(tuning<K, V>::threads) onesweep_pass_kernel(pa
   constexpr bool has_values = !std::is_same_v<V, no_value>;
   constexpr std::size_t record_bytes = (has_values && sizeof(V) > sizeof(K)) ? sizeof(V) : sizeof(K);
   constexpr std::size_t exchange_bytes = tile_size * record_bytes;
+#if defined(CANOPY_ONESWEEP_EARLY_COUNTS)
+  constexpr std::size_t hist_bytes = 2 * std::size_t(warps) * radix * 4;  // counts + running offsets
+#else
   constexpr std::size_t hist_bytes = std::size_t(warps) * radix * 4;
+#endif
   // The per-warp digit counters and the exchange buffer are never live at the same time.
   __shared__ alignas(16) unsigned char smem[exchange_bytes > hist_bytes ? exchange_bytes : hist_bytes];
   __shared__ std::uint32_t s_delta[radix];  // global output slot of a digit's run minus its tile slot
@@ -84,7 +118,7 @@ __global__ void __launch_bounds__(tuning<K, V>::threads) onesweep_pass_kernel(pa
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   std::uint32_t* warp_hist = reinterpret_cast<std::uint32_t*>(smem);  // [warps][radix]
   if (tid == 0) s_tile = atomicAdd(a.tile_counter, 1u);
-  for (int i = tid; i < warps * radix; i += threads) warp_hist[i] = 0;
+  for (int i = tid; i < int(hist_bytes / 4); i += threads) warp_hist[i] = 0;
   __syncthreads();
   const std::uint32_t tile = s_tile;
   const std::uint32_t tile_base = tile * tile_size;
@@ -108,10 +142,75 @@ __global__ void __launch_bounds__(tuning<K, V>::threads) onesweep_pass_kernel(pa
   std::uint32_t pos[items];
   std::uint32_t* my_hist = warp_hist + warp * radix;
   const std::uint32_t lanes_below = (1u << lane) - 1u;
+  const bool full_tile = tile_n == std::uint32_t(tile_size);
+#if defined(CANOPY_ONESWEEP_EARLY_COUNTS)
+  // Early counts: per-warp digit counts by shared atomics first, so the tile's aggregate is
+  // published before the (serial) ranking; ranking then starts from each warp's final offsets.
+  std::uint32_t* running = warp_hist + warps * radix;  // [warps][radix]
+#pragma unroll
+  for (int i = 0; i < items; ++i)
+    if (digit[i] < radix) atomicAdd(&my_hist[digit[i]], 1u);
+  __syncthreads();
+  std::uint32_t count = 0;
+  if (tid < radix) {
+#pragma unroll
+    for (int w = 0; w < warps; ++w) {
+      const std::uint32_t c = warp_hist[w * radix + tid];
+      running[w * radix + tid] = count;
+      count += c;
+    }
+    store_relaxed(a.lookback + std::size_t(tile) * radix + tid, (tile == 0 ? flag_inclusive : flag_aggregate) | count);
+  }
+  std::uint32_t inclusive = count;
+  if (tid < radix) {
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const std::uint32_t v = __shfl_up_sync(0xffffffffu, inclusive, o);
+      if (lane >= o) inclusive += v;
+    }
+    if (lane == 31) s_warp_sums[warp] = inclusive;
+  }
+  __syncthreads();
+  std::uint32_t local_start = 0;
+  if (tid < radix) {
+    local_start = inclusive - count;
+    for (int w = 0; w < warp; ++w) local_start += s_warp_sums[w];
+#pragma unroll
+    for (int w = 0; w < warps; ++w) running[w * radix + tid] += local_start;
+  }
+  __syncthreads();
+  std::uint32_t* my_running = running + warp * radix;
 #pragma unroll
   for (int i = 0; i < items; ++i) {
     const std::uint32_t d = digit[i];
-    const std::uint32_t peers = __match_any_sync(0xffffffffu, d);
+    const std::uint32_t peers = match_digit(d, full_tile);
+    const std::uint32_t before = d < radix ? my_running[d] : 0u;
+    pos[i] = before + __popc(peers & lanes_below);
+    __syncwarp();
+    if (d < radix && lane == __ffs(peers) - 1) my_running[d] = before + __popc(peers);
+    __syncwarp();
+  }
+  if (tid < radix) {
+    std::uint32_t prefix = 0;
+    if (tile > 0) {
+      std::uint32_t j = tile - 1;
+      while (true) {
+        const std::uint32_t v = load_relaxed(a.lookback + std::size_t(j) * radix + tid);
+        if ((v & ~value_mask) == 0) continue;  // tile j has not published yet
+        prefix += v & value_mask;
+        if (v & flag_inclusive) break;
+        --j;
+      }
+      store_relaxed(a.lookback + std::size_t(tile) * radix + tid, flag_inclusive | (prefix + count));
+    }
+    s_delta[tid] = a.digit_offsets[tid] + prefix - local_start;
+  }
+  __syncthreads();  // the exchange buffer overwrites the counters
+#else
+#pragma unroll
+  for (int i = 0; i < items; ++i) {
+    const std::uint32_t d = digit[i];
+    const std::uint32_t peers = match_digit(d, full_tile);
     const std::uint32_t before = d < radix ? my_hist[d] : 0u;
     pos[i] = before + __popc(peers & lanes_below);
     __syncwarp();
@@ -165,6 +264,8 @@ __global__ void __launch_bounds__(tuning<K, V>::threads) onesweep_pass_kernel(pa
   for (int i = 0; i < items; ++i)
     if (digit[i] < radix) pos[i] += my_hist[digit[i]];
   __syncthreads();  // the exchange buffer overwrites the counters
+
+#endif
 
   K* s_keys = reinterpret_cast<K*>(smem);
 #pragma unroll

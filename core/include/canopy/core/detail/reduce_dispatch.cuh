@@ -5,6 +5,7 @@
 
 #include <canopy/core/buffer.hpp>
 #include <canopy/core/detail/reduce_kernels.cuh>
+#include <canopy/core/detail/scan_dispatch.cuh>
 #include <canopy/core/detail/tuning.hpp>
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
@@ -32,8 +33,10 @@ template <class T, class Op>
 void cuda_reduce(context& ctx, const T* in, std::size_t n, T* result, T identity, Op op) {
   constexpr std::size_t block_items =
       std::size_t(tuning::reduce_block_threads) * tuning::reduce_vectors_per_thread * tuning::vector_elements<T>();
+  // One wave of resident blocks: a second partial wave would leave most SMs idle at the end.
   const std::size_t max_blocks =
-      std::size_t(std::max(ctx.device().multiprocessors, 1)) * tuning::reduce_blocks_per_sm;
+      resident_blocks<reduce_kernel<T, Op, tuning::reduce_block_threads, tuning::reduce_vectors_per_thread>>(
+          ctx, tuning::reduce_block_threads);
   // At least a few rows per warp so that each warp has loads to overlap.
   const std::size_t blocks = std::min(max_blocks, (n + 4 * block_items - 1) / (4 * block_items));
   if (blocks <= 1) {

@@ -1,6 +1,8 @@
 // canopy/core/detail/scan_dispatch.cuh — CUDA scan dispatch: picks the tile shape for the value and
 // accumulator types (tuning.hpp), takes the tile descriptors from the context's resource, zeroes
-// them and launches one block per tile. Asynchronous on ctx.stream().
+// them and launches one block per tile (ids taken in order from the counter). Asynchronous on
+// ctx.stream(). Temporary memory: 8 bytes per tile for 4-byte accumulators, 16 for 8-byte ones,
+// 4 + 2 x sizeof(Acc) rounded up to words otherwise, plus 256 bytes.
 #pragma once
 
 #include <canopy/core/buffer.hpp>
@@ -10,6 +12,7 @@
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
 
+#include <algorithm>
 #include <climits>
 
 namespace canopy {
@@ -30,7 +33,20 @@ struct single_pass_scratch {
   }
 };
 
-template <class T, class Op, int Mode, class Shape = tuning::scan_shape<T, typename scan_accumulator<T, Op, Mode>::type>>
+//! Blocks of Kernel that fit on the device at once (one full wave), cached per kernel.
+template <auto Kernel>
+std::size_t resident_blocks(const context& ctx, int block_threads) {
+  static thread_local int cached_device = -1;
+  static thread_local int per_sm = 0;
+  if (cached_device != ctx.device().ordinal) {
+    CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, block_threads, 0));
+    cached_device = ctx.device().ordinal;
+  }
+  return std::size_t(std::max(per_sm, 1)) * std::size_t(std::max(ctx.device().multiprocessors, 1));
+}
+
+template <class T, class Op, int Mode,
+          class Shape = tuning::default_scan_shape<T, typename scan_accumulator<T, Op, Mode>::type>>
 void launch_single_pass_scan(context& ctx, const T* in, T* out, std::size_t n, const std::uint8_t* flags,
                              std::size_t segment_length, const T* identity, Op op) {
   using Acc = typename scan_accumulator<T, Op, Mode>::type;

@@ -7,6 +7,10 @@
 // registers, a shuffle scan across lanes gives the lane prefixes and the row totals, and the rows
 // are chained in registers. Per tile: one atomic for the tile id (dynamic ordering, so a tile only
 // waits on tiles that started before it), two barriers, and one warp-wide look-back.
+// Measured (docs/performance/scan.md): the per-tile latency (tile-id atomic, barriers, look-back
+// round trips) dominates, so large tiles win; a persistent, software-pipelined variant (next tile's
+// loads issued before the current look-back) was 1.5-2x slower because a claimed-but-unstarted
+// tile delays every later tile's look-back (a convoy), and was dropped.
 #pragma once
 
 #include <canopy/core/detail/host_scan.hpp>
@@ -44,16 +48,42 @@ struct alignas(16) vector_of {
   T v[Vec];
 };
 
+//! 16-byte load/store, optionally with the evict-first (.cs) cache hint for data touched once.
+template <bool Streaming, class V>
+__device__ __forceinline__ V load_vector(const V* p) {
+  static_assert(sizeof(V) == 16, "16-byte vectors");
+  if constexpr (Streaming) {
+    const int4 w = __ldcs(reinterpret_cast<const int4*>(p));
+    V v;
+    memcpy(&v, &w, 16);
+    return v;
+  } else {
+    return *p;
+  }
+}
+template <bool Streaming, class V>
+__device__ __forceinline__ void store_vector(V* p, const V& v) {
+  static_assert(sizeof(V) == 16, "16-byte vectors");
+  if constexpr (Streaming) {
+    int4 w;
+    memcpy(&w, &v, 16);
+    __stcs(reinterpret_cast<int4*>(p), w);
+  } else {
+    *p = v;
+  }
+}
+
 //! Loads the ROWS x VEC items of this lane (and nothing past n; missing items repeat a valid one,
 //! which only later items could see).
-template <class T, int Rows, int Vec>
+template <class T, int Rows, int Vec, bool Streaming = false>
 __device__ __forceinline__ void load_rows(const T* in, std::size_t n, std::size_t warp_base, bool full, bool aligned,
                                           T (&x)[Rows][Vec], const T& fill) {
   const unsigned lane = lane_id();
   if (full && aligned && Vec > 1) {
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
-      const vector_of<T, Vec> v = reinterpret_cast<const vector_of<T, Vec>*>(in + warp_base + r * 32 * Vec)[lane];
+      const vector_of<T, Vec> v =
+          load_vector<Streaming>(reinterpret_cast<const vector_of<T, Vec>*>(in + warp_base + r * 32 * Vec) + lane);
 #pragma unroll
       for (int j = 0; j < Vec; ++j) x[r][j] = v.v[j];
     }
@@ -73,7 +103,7 @@ __device__ __forceinline__ void load_rows(const T* in, std::size_t n, std::size_
   }
 }
 
-template <class T, int Rows, int Vec>
+template <class T, int Rows, int Vec, bool Streaming = false>
 __device__ __forceinline__ void store_rows(T* out, std::size_t n, std::size_t warp_base, bool full, bool aligned,
                                            const T (&y)[Rows][Vec]) {
   const unsigned lane = lane_id();
@@ -83,7 +113,7 @@ __device__ __forceinline__ void store_rows(T* out, std::size_t n, std::size_t wa
       vector_of<T, Vec> v;
 #pragma unroll
       for (int j = 0; j < Vec; ++j) v.v[j] = y[r][j];
-      reinterpret_cast<vector_of<T, Vec>*>(out + warp_base + r * 32 * Vec)[lane] = v;
+      store_vector<Streaming>(reinterpret_cast<vector_of<T, Vec>*>(out + warp_base + r * 32 * Vec) + lane, v);
     }
   } else {
 #pragma unroll
@@ -124,7 +154,8 @@ __device__ __forceinline__ T scan_value(const typename scan_accumulator<T, Op, M
 }
 
 template <class T, class Op, class Shape, int Mode>
-__global__ void __launch_bounds__(Shape::block_threads) single_pass_scan_kernel(scan_kernel_params<T, Op> p) {
+__global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
+    single_pass_scan_kernel(scan_kernel_params<T, Op> p) {
   using accumulator = scan_accumulator<T, Op, Mode>;
   using Acc = typename accumulator::type;
   constexpr int Rows = Shape::rows, Vec = Shape::vec, Warps = Shape::warps;
@@ -139,16 +170,33 @@ __global__ void __launch_bounds__(Shape::block_threads) single_pass_scan_kernel(
   const auto status = make_tile_status<Acc>(p.status, p.tiles);
 
   if (threadIdx.x == 0) s_tile = atomicAdd(p.tile_counter, 1u);
-  __syncthreads();
-  const std::size_t tile = s_tile;
   const unsigned warp = threadIdx.x / 32, lane = lane_id();
+  const bool in_aligned = (reinterpret_cast<std::uintptr_t>(p.in) & 15u) == 0;
+  T x[Rows][Vec];
+  const auto load_tile = [&](std::size_t t) {
+    const std::size_t base = t * std::size_t(Shape::tile_items);
+    const bool whole = base + Shape::tile_items <= p.n;
+    load_rows<T, Rows, Vec, Shape::streaming>(p.in, p.n, base + std::size_t(warp) * Shape::warp_items, whole,
+                                              in_aligned, x, whole ? T{} : p.in[base]);
+  };
+  std::size_t tile;
+  if constexpr (Shape::speculative) {
+    // Guess that the counter hands out blockIdx.x (blocks start in index order) and load that
+    // tile while the atomic is in flight; on a wrong guess load the tile really given (usually
+    // from L2, as the guessed tile's owner has just read it or is about to).
+    load_tile(blockIdx.x);
+    __syncthreads();
+    tile = s_tile;
+    if (tile != blockIdx.x) load_tile(tile);
+  } else {
+    __syncthreads();
+    tile = s_tile;
+    load_tile(tile);
+  }
   const std::size_t tile_base = tile * std::size_t(Shape::tile_items);
   const std::size_t warp_base = tile_base + std::size_t(warp) * Shape::warp_items;
   const bool full = tile_base + Shape::tile_items <= p.n;
 
-  T x[Rows][Vec];
-  load_rows<T, Rows, Vec>(p.in, p.n, warp_base, full, (reinterpret_cast<std::uintptr_t>(p.in) & 15u) == 0, x,
-                          full ? T{} : p.in[tile_base]);
 
   // Heads as one bit per item (ROWS x VEC <= 32).
   unsigned heads = 0;
@@ -243,7 +291,7 @@ __global__ void __launch_bounds__(Shape::block_threads) single_pass_scan_kernel(
       }
     }
   }
-  store_rows<T, Rows, Vec>(p.out, p.n, warp_base, full, (reinterpret_cast<std::uintptr_t>(p.out) & 15u) == 0, y);
+  store_rows<T, Rows, Vec, Shape::streaming>(p.out, p.n, warp_base, full, (reinterpret_cast<std::uintptr_t>(p.out) & 15u) == 0, y);
 }
 
 }  // namespace detail

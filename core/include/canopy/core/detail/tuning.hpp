@@ -24,9 +24,16 @@ constexpr int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? 
 //! Scan/compact tile shape for input type T and accumulator type Acc.
 //! Budget: `bytes_per_thread` of input values per thread (64 bytes: 16 x int32, 8 x int64), capped
 //! so that the accumulators (ROWS x VEC x sizeof(Acc)) stay within ~128 bytes = 32 registers.
-template <class T, class Acc, int BytesPerThread = 64, int BlockThreads = 256>
+template <class T, class Acc, int BytesPerThread, int BlockThreads, int MinBlocks = 1, bool Streaming = false,
+          bool Speculative = false>
 struct scan_shape {
   static constexpr int block_threads = BlockThreads;
+  //! Load tile blockIdx.x while the tile-id atomic is in flight (reloading on a wrong guess).
+  static constexpr bool speculative = Speculative;
+  //! Evict-first cache hints on the 16-byte loads and stores of data touched once.
+  static constexpr bool streaming = Streaming;
+  //! Minimum resident blocks per SM asked of the register allocator (__launch_bounds__).
+  static constexpr int min_blocks = MinBlocks;
   static constexpr int warps = BlockThreads / 32;
   static constexpr int vec = vector_elements<T>();
   static constexpr int items_by_input = clamp_int(BytesPerThread / int(sizeof(T)), 1, 32);
@@ -40,11 +47,16 @@ struct scan_shape {
   static_assert(BlockThreads % 32 == 0, "whole warps");
 };
 
-//! Reduction: 256 threads, 4 vectors of 16 bytes in flight per thread per step (64 bytes).
+//! The default scan/compact tile: 128 bytes of input per thread (32 x 4-byte, 16 x 8-byte items),
+//! 256 threads for values of up to 4 bytes and 128 above (measured best on H200 at 2^26 and 2^28,
+//! docs/performance/scan.md; the per-tile latency is what larger tiles amortise).
+template <class T, class Acc>
+using default_scan_shape = scan_shape<T, Acc, 128, (sizeof(T) <= 4 ? 256 : 128)>;
+
+//! Reduction: 256 threads, 4 vectors of 16 bytes in flight per thread per step (64 bytes); the grid
+//! is one wave of resident blocks (occupancy query), each folding a contiguous run of rows.
 constexpr int reduce_block_threads = 256;
 constexpr int reduce_vectors_per_thread = 4;
-//! Blocks per SM for the reduction grid: enough resident warps to keep 16-byte loads in flight.
-constexpr int reduce_blocks_per_sm = 8;
 
 }  // namespace tuning
 }  // namespace detail
