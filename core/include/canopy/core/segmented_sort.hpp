@@ -19,12 +19,15 @@ namespace canopy {
 
 //! Whether segmented sort checks the offsets.
 enum class offsets_check : std::uint8_t {
-  //! Refuse offsets that decrease or pass keys.size(). On the CUDA backend this reads one flag back
-  //! from the device and so synchronises the context's stream.
+  //! Refuse offsets that decrease or pass keys.size(). On the CUDA backend this reads a few words
+  //! back from the device (the check's result and the size-bin counts, which then size each bin's
+  //! grid exactly) and so synchronises the context's stream once.
   full,
   //! No check and no synchronisation (per-frame use). Offsets are still clamped to [0, keys.size()],
   //! so bad offsets cannot make the sort touch memory outside keys/values, but what bad segments hold
-  //! afterwards is unspecified.
+  //! afterwards is unspecified (overlapping segments are sorted concurrently). Each size bin's grid is
+  //! then sized by a bound (keys.size() / smallest size of the bin), so blocks that find no segment
+  //! cost a little time when most segments fall in one bin.
   trusted,
 };
 
