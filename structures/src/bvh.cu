@@ -26,7 +26,8 @@ struct optional_stage {
   }
 };
 
-struct set_leaf_depths {
+// One thread per node: depth by walking the parent links, then an atomic slot in the output.
+struct collect_node_boxes {
   span<const bvh_node> nodes;
   span<const std::uint32_t> parents;
   std::uint32_t min_depth, max_depth;
@@ -313,7 +314,7 @@ void bvh_node_boxes(context& ctx, const bvh_view& bvh, std::uint32_t min_depth, 
   require(bvh.parents.size() == bvh.nodes.size(), fn, "bvh.parents", "must have one entry per node");
   detail::fill_bytes(ctx, count.data(), count.space(), 0, sizeof(std::uint32_t));
   for_each(ctx, bvh.nodes.size(),
-           set_leaf_depths{bvh.nodes, bvh.parents, min_depth, max_depth, out_boxes, out_depths, count.data()});
+           collect_node_boxes{bvh.nodes, bvh.parents, min_depth, max_depth, out_boxes, out_depths, count.data()});
 }
 
 }  // namespace canopy

@@ -41,9 +41,10 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
   const int tiles_x = (width + k::tile_cols - 1) / k::tile_cols;
   const int tiles_y = (height + k::tile_rows - 1) / k::tile_rows;
   const std::size_t tiles = std::size_t(tiles_x) * std::size_t(tiles_y);
-  // One buffer holds flags and counter (reset by one memset) and the descriptor values.
-  const std::size_t flag_words = 2 * tiles + 1;
-  const std::size_t value_bytes = tiles * 2 * std::size_t(k::tile_rows + k::tile_cols) * C * sizeof(Table);
+  // One buffer holds counter and flags (reset by one memset) and the descriptor values:
+  // per tile 2 x (32 rows + 128 columns + 1 corner) x C values, about 8% of the table's size.
+  const std::size_t flag_words = 1 + tiles * (2 + k::col_groups);
+  const std::size_t value_bytes = tiles * 2 * std::size_t(k::tile_rows + k::tile_cols + 1) * C * sizeof(Table);
   const std::size_t flag_bytes = ((flag_words * sizeof(unsigned) + 255) / 256) * 256;
   buffer<unsigned char> scratch(ctx, flag_bytes + value_bytes);
   CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch.data(), 0, flag_words * sizeof(unsigned), ctx.stream()));
@@ -51,12 +52,15 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
   unsigned* flags = reinterpret_cast<unsigned*>(scratch.data());
   d.counter = flags;
   d.row_flag = flags + 1;
-  d.col_flag = flags + 1 + tiles;
+  d.corner_flag = d.row_flag + tiles;
+  d.col_flag = d.corner_flag + tiles;
   Table* values = reinterpret_cast<Table*>(scratch.data() + flag_bytes);
   d.row_aggregate = values;
   d.row_inclusive = d.row_aggregate + tiles * k::tile_rows * C;
   d.col_aggregate = d.row_inclusive + tiles * k::tile_rows * C;
   d.col_inclusive = d.col_aggregate + tiles * k::tile_cols * C;
+  d.corner_aggregate = d.col_inclusive + tiles * k::tile_cols * C;
+  d.corner_inclusive = d.corner_aggregate + tiles * C;
   k::sat_single_pass_kernel<In, Table, C>
       <<<unsigned(tiles), k::block_threads, 0, ctx.stream()>>>(image, table, width, height, offset, tiles_x, d);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");

@@ -87,6 +87,8 @@ struct bvh_build_options {
   int treelet_rounds = 2;                    //!< restructuring rounds (each one bottom-up pass)
   int treelet_leaves = 7;                    //!< leaves per treelet, 3..7: DP work grows ~3^leaves
   int treelet_min_primitives = 16;           //!< round r only restructures nodes with >= this * 2^r primitives beneath
+  // Measured on an H200 (docs/bvh.md): the defaults give SAH 1.05x binned SAH but ~20 ms at 1M
+  // triangles; leaves 5, rounds 1, min 64 give 1.09x in ~1.4 ms.
   float traversal_cost = 1.0f;               //!< SAH cost of visiting an internal node (C_t)
   float intersection_cost = 1.0f;            //!< SAH cost of testing one primitive (C_i)
 };

@@ -128,8 +128,8 @@ struct sat_view {
 //! Supported: In in {u8, u16, u32} with Table in {u32, u64}; In = f32 with Table in {f32, f64}.
 //! channels in 1..4; width, height >= 0 (0 builds nothing), width * height * channels < 2^31.
 //! Complexity: O(width * height * channels) work. Temporary memory from ctx.resource():
-//! single_pass: (2 * (32 + 128) * channels * sizeof(Table) + 8) bytes per 32 x 128 tile (about
-//! 1/13 of the table for u32 RGBA) + 4 bytes; two_pass and host: none. Stable API.
+//! single_pass: (2 * (32 + 128 + 1) * channels * sizeof(Table) + 24) bytes per 32 x 128 tile (about
+//! 1/12 of the table for u32 RGBA) + 260 bytes; two_pass and host: none. Stable API.
 template <class In, class Table>
 void build_sat(context& ctx, span<const In> image, int width, int height, int channels, span<Table> table,
                span<Table> offset, const sat_options& options = {});

@@ -24,13 +24,8 @@ namespace canopy::detail::sat {
 // lane l owns columns 4l..4l+3 of each, so one thread holds 16 pixels (16 * channels values of the
 // table type in registers) and a warp reads one 128-pixel row segment at a time (coalesced).
 //
-// Descriptors (per tile, in global memory, reset before each build):
-//   row:    32 x channels aggregates, 32 x channels inclusive prefixes, one flag
-//   column: 128 x channels aggregates, 128 x channels inclusive prefixes, one flag
-// Flag values: 0 = nothing yet, 1 = aggregate published, 2 = inclusive prefix published.
-// A tile's row aggregate is its own row sums; its row inclusive prefix adds the row carries of all
-// tiles to its left. Its column aggregate is the column sums of its rows *including* the row
-// carries, so it is published only once the row look-back is done.
+// Descriptors (per tile, in global memory; flags reset before each build): see the single-pass
+// kernel. Flag values: 0 = nothing yet, 1 = aggregate published, 2 = inclusive prefix published.
 constexpr int tile_rows = 32;
 constexpr int tile_cols = 128;
 constexpr int block_threads = 256;
@@ -38,17 +33,7 @@ constexpr int rows_per_warp = 4;
 constexpr int pixels_per_thread = 4;
 constexpr unsigned flag_aggregate = 1;
 constexpr unsigned flag_inclusive = 2;
-
-template <class Table>
-struct tile_descriptors {
-  unsigned* counter;     // next tile id (raster order); 1 word
-  unsigned* row_flag;    // [tiles]
-  unsigned* col_flag;    // [tiles]
-  Table* row_aggregate;  // [tiles][32][channels]
-  Table* row_inclusive;  // [tiles][32][channels]
-  Table* col_aggregate;  // [tiles][128][channels]
-  Table* col_inclusive;  // [tiles][128][channels]
-};
+constexpr int col_groups = tile_cols / 32;  // column descriptors: one flag per 32 columns
 
 // ---------------------------------------------------------------------------------------------
 // [SECTION] Row-segment loads and stores
@@ -113,6 +98,45 @@ __device__ __forceinline__ void store_segment(T* p, int count, const T (&v)[N]) 
     if (k < count) p[k] = v[k];
 }
 
+//! Stores one row segment of a warp, lane l holding the 4 pixels 4l..4l+3, so that each store
+//! instruction of the warp covers 512 contiguous bytes (lane-owned segments of 32 to 128 bytes
+//! would put every instruction over up to 16 lines, each written a fraction at a time). The lanes'
+//! 16-byte units go through `stage` (32 * N values, 16-byte aligned, this warp's only) with an XOR
+//! swizzle that keeps both the writes (stride N * sizeof(T)) and the reads free of bank conflicts.
+//! Preconditions (warp-uniform): the whole segment lies in the row, `row` is 16-byte aligned.
+template <class T, int N>
+__device__ __forceinline__ void store_row_staged(T* row, const T (&v)[N], T* stage, int lane) {
+  constexpr int bytes = int(sizeof(T)) * N;
+  static_assert(bytes % 16 == 0 && bytes <= 128, "16-byte units, at most 8 per lane");
+  constexpr int units = bytes / 16;
+  constexpr int shift = units == 1 ? 3 : units == 2 ? 2 : units == 4 ? 1 : 0;
+  constexpr bool pow2 = (units & (units - 1)) == 0;
+  auto slot = [](int l, int k) { return l * units + (pow2 ? (k ^ ((l >> shift) & (units - 1))) : k); };
+  union {
+    uint4 w[units];
+    T e[N];
+  } u;
+#pragma unroll
+  for (int k = 0; k < N; ++k) u.e[k] = v[k];
+  uint4* s = reinterpret_cast<uint4*>(stage);
+#pragma unroll
+  for (int k = 0; k < units; ++k) s[slot(lane, k)] = u.w[k];
+  __syncwarp();
+  uint4* g = reinterpret_cast<uint4*>(row);
+#pragma unroll
+  for (int i = 0; i < units; ++i) {
+    const int unit = i * 32 + lane;
+    const uint4 w = s[slot(unit / units, unit % units)];
+    __stcs(g + unit, w);
+  }
+  __syncwarp();
+}
+
+//! Device-scope fence between descriptor values and their flags: values, fence, flag on the writer
+//! side; flag, fence, values on the reader side. fence.acq_rel.gpu is all this protocol needs
+//! (__threadfence() is the stronger fence.sc.gpu; the two measured the same on an H200).
+__device__ __forceinline__ void gpu_fence() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+
 // Descriptor values are read through L2 (never a stale L1 line) once their flag has been seen.
 template <class T>
 __device__ __forceinline__ T load_l2(const T* p) { return __ldcg(p); }
@@ -138,7 +162,8 @@ __device__ __forceinline__ void look_back(const unsigned* flags, int count, Tile
       const unsigned needed = first_inclusive >= 31 ? 0xffffffffu : ((2u << first_inclusive) - 1u);
       if ((empty & needed) == 0) break;
     }
-    __threadfence();
+    __syncwarp();
+    gpu_fence();
     const int last = min(first_inclusive, min(31, count - 1 - base));
 #pragma unroll 4
     for (int j = 0; j <= last; ++j) add(base + j, __shfl_sync(0xffffffffu, f, j));
@@ -149,20 +174,55 @@ __device__ __forceinline__ void look_back(const unsigned* flags, int count, Tile
 // ---------------------------------------------------------------------------------------------
 // [SECTION] Single-pass kernel
 //
-// Shared arrays indexed [p * C + c][lane] for pixel p of lane's 4-pixel segment: a warp's 32
-// lanes hit 32 consecutive words (no bank conflicts). Column x of the tile is (p, lane) =
-// (x % 4, x / 4).
+// In the tile: row prefixes (in-thread over 4 pixels, then a warp scan), column prefixes (in-thread
+// over 4 rows, then across warps through shared memory). The three carries a tile needs come from
+// three look-backs that run at once, in different warps, because every aggregate is published as
+// soon as the tile's own data gives it (no look-back waits for this tile's other look-backs):
+//   S(x, y) = local(x, y)            in-tile 2D prefix
+//           + row_carry_prefix(y)    sum over the tile's rows y0..y of the pixels left of x0
+//           + col_carry(x)           sum over the rows above y0 of the pixels x0..x
+//           + corner                 sum over the rows above y0 of the pixels left of x0
+// Row look-back (warp 0, lane = tile row): aggregates = the tile's row sums.
+// Column look-back (warps 4..7, one per 32 columns, each with its own flag): aggregates = the
+//   tile's bottom row of local(x, y), i.e. column sums of in-tile row prefixes; no row carries.
+// Corner look-back (warp 1, up the tile column): aggregate of a tile = the total of its row
+//   carries (published by warp 0 right after its row look-back), inclusive = corner + that total.
+// The corner chain still waits for row look-backs, but of the tiles above (started a whole tile
+// row earlier), and it runs beside this tile's own row and column look-backs. Tiles are taken in
+// raster order from an atomic counter, so every tile waited on has started: no deadlock at any
+// occupancy. Shared arrays are indexed [p * C + c][lane] for pixel p of a lane's segment (32
+// consecutive words per warp access); column x of the tile is (p, lane) = (x % 4, x / 4).
+// Output rows leave through store_row_staged (whole 512-byte runs per store instruction).
+template <class Table>
+struct tile_descriptors {
+  unsigned* counter;          // next tile id (raster order); 1 word
+  unsigned* row_flag;         // [tiles]
+  unsigned* col_flag;         // [tiles][4], one per group of 32 columns
+  unsigned* corner_flag;      // [tiles]
+  Table* row_aggregate;       // [tiles][32][channels]
+  Table* row_inclusive;       // [tiles][32][channels]
+  Table* col_aggregate;       // [tiles][128][channels]
+  Table* col_inclusive;       // [tiles][128][channels]
+  Table* corner_aggregate;    // [tiles][channels]
+  Table* corner_inclusive;    // [tiles][channels]
+};
 
 template <class In, class Table, int C>
 __global__ void __launch_bounds__(block_threads)
     sat_single_pass_kernel(const In* __restrict__ image, Table* __restrict__ table, int width, int height,
                            const Table* __restrict__ offset, int tiles_x, tile_descriptors<Table> d) {
   constexpr int segment = pixels_per_thread * C;
+  constexpr int Rows = rows_per_warp;
+  constexpr int TR = tile_rows;
+  static_assert(TR <= 32, "warp 0 holds one tile row per lane");
   __shared__ unsigned s_tile;
-  __shared__ Table s_warp_col[block_threads / 32][segment][32];  // column sums per warp, then exclusive
-  __shared__ Table s_row_sum[tile_rows][C];                       // row sums of the tile
-  __shared__ Table s_carry_prefix[tile_rows][C];                  // inclusive prefix of row carries
+  // Column sums per warp, then their exclusive prefixes over warps, then each warp's store stage.
+  __shared__ alignas(16) Table s_warp_col[block_threads / 32][segment][32];
+  __shared__ Table s_row_sum[TR][C];        // row sums of the tile
+  __shared__ Table s_carry_prefix[TR][C];   // inclusive prefix of the row carries
   __shared__ Table s_col_carry[segment][32];
+  __shared__ Table s_corner[C];
+  __shared__ Table s_carry_total[C];        // total of the row carries (corner aggregate)
 
   const int tid = int(threadIdx.x);
   const int lane = tid & 31;
@@ -177,23 +237,22 @@ __global__ void __launch_bounds__(block_threads)
 #pragma unroll
   for (int c = 0; c < C; ++c) off[c] = sat_has_offset_v<Table> ? offset[c] : Table(0);
 
-  // Load 4 rows x 4 pixels x C channels and form row prefixes within the thread.
   const int x0 = tj * tile_cols + lane * pixels_per_thread;
   const int count = width - x0 >= pixels_per_thread ? pixels_per_thread : (width - x0 > 0 ? width - x0 : 0);
-  Table v[rows_per_warp][pixels_per_thread][C];
+  Table v[Rows][pixels_per_thread][C];
   {
-    In raw[rows_per_warp][segment];
+    In raw[Rows][segment];
 #pragma unroll
-    for (int r = 0; r < rows_per_warp; ++r) {
-      const int y = ti * tile_rows + warp * rows_per_warp + r;
+    for (int r = 0; r < Rows; ++r) {
+      const int y = ti * TR + warp * Rows + r;
       const int n = y < height ? count * C : 0;
       load_segment<In, segment>(image + (std::size_t(y < height ? y : 0) * std::size_t(width) +
                                          std::size_t(x0 < width ? x0 : 0)) * C,
                                 n, raw[r]);
     }
 #pragma unroll
-    for (int r = 0; r < rows_per_warp; ++r) {
-      const int y = ti * tile_rows + warp * rows_per_warp + r;
+    for (int r = 0; r < Rows; ++r) {
+      const int y = ti * TR + warp * Rows + r;
 #pragma unroll
       for (int p = 0; p < pixels_per_thread; ++p)
 #pragma unroll
@@ -204,10 +263,8 @@ __global__ void __launch_bounds__(block_threads)
         }
     }
   }
-
-  // Row prefixes across the warp: exclusive scan of thread totals (Kogge-Stone over 32 lanes).
 #pragma unroll
-  for (int r = 0; r < rows_per_warp; ++r) {
+  for (int r = 0; r < Rows; ++r) {
     Table incl[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) incl[c] = v[r][pixels_per_thread - 1][c];
@@ -226,12 +283,11 @@ __global__ void __launch_bounds__(block_threads)
 #pragma unroll
       for (int p = 0; p < pixels_per_thread; ++p) v[r][p][c] += excl;
       const Table total = __shfl_sync(0xffffffffu, incl[c], 31);
-      if (lane == 0) s_row_sum[warp * rows_per_warp + r][c] = total;
+      if (lane == 0) s_row_sum[warp * Rows + r][c] = total;
     }
   }
-  // Column prefixes within the warp's 4 rows; the warp's column sums go to shared memory.
 #pragma unroll
-  for (int r = 1; r < rows_per_warp; ++r)
+  for (int r = 1; r < Rows; ++r)
 #pragma unroll
     for (int p = 0; p < pixels_per_thread; ++p)
 #pragma unroll
@@ -239,21 +295,24 @@ __global__ void __launch_bounds__(block_threads)
 #pragma unroll
   for (int p = 0; p < pixels_per_thread; ++p)
 #pragma unroll
-    for (int c = 0; c < C; ++c) s_warp_col[warp][p * C + c][lane] = v[rows_per_warp - 1][p][c];
+    for (int c = 0; c < C; ++c) s_warp_col[warp][p * C + c][lane] = v[Rows - 1][p][c];
   __syncthreads();
 
-  // Row carries: warp 0, lane = row of the tile.
   if (warp == 0) {
-    const std::size_t row_base = std::size_t(tile) * tile_rows * C + std::size_t(lane) * C;
+    // Row carries; lane = row of the tile (lanes past the tile's rows carry zeros).
+    const bool has_row = lane < TR;
+    const int row = has_row ? lane : 0;
+    const std::size_t row_base = std::size_t(tile) * TR * C + std::size_t(row) * C;
     Table sum[C], carry[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      sum[c] = s_row_sum[lane][c];
+      sum[c] = has_row ? s_row_sum[row][c] : Table(0);
       carry[c] = Table(0);
     }
+    if (has_row)
 #pragma unroll
-    for (int c = 0; c < C; ++c) (tj == 0 ? d.row_inclusive : d.row_aggregate)[row_base + c] = sum[c];
-    __threadfence();
+      for (int c = 0; c < C; ++c) (tj == 0 ? d.row_inclusive : d.row_aggregate)[row_base + c] = sum[c];
+    gpu_fence();
     __syncwarp();
     if (lane == 0) atomicExch(d.row_flag + tile, tj == 0 ? flag_inclusive : flag_aggregate);
     if (tj > 0) {
@@ -262,17 +321,18 @@ __global__ void __launch_bounds__(block_threads)
           d.row_flag, tj, [&](int k) { return row_start + unsigned(tj - 1 - k); },
           [&](int k, unsigned f) {
             const Table* src = (f == flag_inclusive ? d.row_inclusive : d.row_aggregate) +
-                               std::size_t(row_start + unsigned(tj - 1 - k)) * tile_rows * C + std::size_t(lane) * C;
+                               std::size_t(row_start + unsigned(tj - 1 - k)) * TR * C + std::size_t(row) * C;
+            if (has_row)
 #pragma unroll
-            for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
+              for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
           });
+      if (has_row)
 #pragma unroll
-      for (int c = 0; c < C; ++c) d.row_inclusive[row_base + c] = carry[c] + sum[c];
-      __threadfence();
+        for (int c = 0; c < C; ++c) d.row_inclusive[row_base + c] = carry[c] + sum[c];
+      gpu_fence();
       __syncwarp();
       if (lane == 0) atomicExch(d.row_flag + tile, flag_inclusive);
     }
-    // Inclusive prefix of the carries down the tile's rows.
 #pragma unroll
     for (int dlt = 1; dlt < 32; dlt <<= 1) {
 #pragma unroll
@@ -282,16 +342,44 @@ __global__ void __launch_bounds__(block_threads)
       }
     }
 #pragma unroll
-    for (int c = 0; c < C; ++c) s_carry_prefix[lane][c] = carry[c];
-  }
-  __syncthreads();
-
-  // Column aggregates (threads 0..127, column x = tid), and the per-warp column sums turned into
-  // exclusive prefixes over warps.
-  const std::size_t col_base = std::size_t(tile) * tile_cols * C + std::size_t(tid) * C;
-  const int xp = tid & 3, xl = (tid >> 2) & 31;
-  Table col_sum[C];
-  if (tid < tile_cols) {
+    if (has_row)
+#pragma unroll
+      for (int c = 0; c < C; ++c) s_carry_prefix[row][c] = carry[c];
+    // Corner aggregate for the tiles below: the total of this tile's row carries.
+    if (lane == TR - 1) {
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        s_carry_total[c] = carry[c];
+        (ti == 0 ? d.corner_inclusive : d.corner_aggregate)[std::size_t(tile) * C + c] = carry[c];
+      }
+      gpu_fence();
+      atomicExch(d.corner_flag + tile, ti == 0 ? flag_inclusive : flag_aggregate);
+    }
+  } else if (warp == 1) {
+    // Corner: the row-carry totals of the tiles above in this tile column (zero in tile column 0).
+    Table corner[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) corner[c] = Table(0);
+    if (ti > 0 && tj > 0) {
+      look_back(
+          d.corner_flag, ti, [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj); },
+          [&](int k, unsigned f) {
+            const Table* src = (f == flag_inclusive ? d.corner_inclusive : d.corner_aggregate) +
+                               std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * C;
+#pragma unroll
+            for (int c = 0; c < C; ++c) corner[c] += load_l2(src + c);
+          });
+    }
+    if (lane == 0)
+#pragma unroll
+      for (int c = 0; c < C; ++c) s_corner[c] = corner[c];
+  } else if (warp >= block_threads / 32 - col_groups) {
+    // Column carries: warp g owns tile columns 32g..32g+31; lane = column within the group.
+    const int g = warp - (block_threads / 32 - col_groups);
+    const int x = g * 32 + lane;
+    const int xp = x & 3, xl = x >> 2;
+    const std::size_t col_base = std::size_t(tile) * tile_cols * C + std::size_t(x) * C;
+    Table col_sum[C], carry[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) {
       Table acc = Table(0);
@@ -301,50 +389,63 @@ __global__ void __launch_bounds__(block_threads)
         s_warp_col[w][xp * C + c][xl] = acc;
         acc += t;
       }
-      col_sum[c] = acc + s_carry_prefix[tile_rows - 1][c];
-      (ti == 0 ? d.col_inclusive : d.col_aggregate)[col_base + c] = col_sum[c];
+      col_sum[c] = acc;
+      carry[c] = Table(0);
+      (ti == 0 ? d.col_inclusive : d.col_aggregate)[col_base + c] = acc;
     }
-    __threadfence();
-  }
-  __syncthreads();
-  if (tid == 0) atomicExch(d.col_flag + tile, ti == 0 ? flag_inclusive : flag_aggregate);
-  if (tid < tile_cols) {
-    Table carry[C];
-#pragma unroll
-    for (int c = 0; c < C; ++c) carry[c] = Table(0);
+    gpu_fence();
+    __syncwarp();
+    const unsigned my_flag = tile * col_groups + unsigned(g);
+    if (lane == 0) atomicExch(d.col_flag + my_flag, ti == 0 ? flag_inclusive : flag_aggregate);
     if (ti > 0) {
       look_back(
-          d.col_flag, ti, [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj); },
+          d.col_flag, ti, [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj) * col_groups + unsigned(g); },
           [&](int k, unsigned f) {
             const Table* src = (f == flag_inclusive ? d.col_inclusive : d.col_aggregate) +
-                               std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * tile_cols * C + std::size_t(tid) * C;
+                               std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * tile_cols * C + std::size_t(x) * C;
 #pragma unroll
             for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
           });
 #pragma unroll
       for (int c = 0; c < C; ++c) d.col_inclusive[col_base + c] = carry[c] + col_sum[c];
-      __threadfence();
+      gpu_fence();
+      __syncwarp();
+      if (lane == 0) atomicExch(d.col_flag + my_flag, flag_inclusive);
     }
 #pragma unroll
     for (int c = 0; c < C; ++c) s_col_carry[xp * C + c][xl] = carry[c];
   }
   __syncthreads();
-  if (tid == 0 && ti > 0) atomicExch(d.col_flag + tile, flag_inclusive);
+  if (warp == 1 && lane == 0 && ti > 0) {
+#pragma unroll
+    for (int c = 0; c < C; ++c) d.corner_inclusive[std::size_t(tile) * C + c] = s_corner[c] + s_carry_total[c];
+    gpu_fence();
+    atomicExch(d.corner_flag + tile, flag_inclusive);
+  }
 
-  // S(x, y) = column carry(x) + exclusive column sums of the warps above + own column prefix
-  //          + inclusive prefix of the row carries down to row y.
   Table column_base[segment];
 #pragma unroll
-  for (int k = 0; k < segment; ++k) column_base[k] = s_warp_col[warp][k][lane] + s_col_carry[k][lane];
+  for (int p = 0; p < pixels_per_thread; ++p)
 #pragma unroll
-  for (int r = 0; r < rows_per_warp; ++r) {
-    const int ty = warp * rows_per_warp + r;
-    const int y = ti * tile_rows + ty;
+    for (int c = 0; c < C; ++c)
+      column_base[p * C + c] = s_warp_col[warp][p * C + c][lane] + s_col_carry[p * C + c][lane] + s_corner[c];
+  __syncwarp();  // s_warp_col[warp] becomes this warp's store stage
+#pragma unroll
+  for (int r = 0; r < Rows; ++r) {
+    const int ty = warp * Rows + r;
+    const int y = ti * TR + ty;
     Table out[segment];
 #pragma unroll
     for (int p = 0; p < pixels_per_thread; ++p)
 #pragma unroll
       for (int c = 0; c < C; ++c) out[p * C + c] = v[r][p][c] + column_base[p * C + c] + s_carry_prefix[ty][c];
+    Table* row = table + (std::size_t(y) * std::size_t(width) + std::size_t(tj * tile_cols)) * C;
+    if constexpr ((sizeof(Table) * segment) % 16 == 0) {
+      if (y < height && (tj + 1) * tile_cols <= width && reinterpret_cast<std::uintptr_t>(row) % 16 == 0) {
+        store_row_staged<Table, segment>(row, out, &s_warp_col[warp][0][0], lane);
+        continue;
+      }
+    }
     if (y < height && count > 0)
       store_segment<Table, segment>(table + (std::size_t(y) * std::size_t(width) + std::size_t(x0)) * C, count * C, out);
   }
