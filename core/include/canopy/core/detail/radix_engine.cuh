@@ -63,7 +63,7 @@ void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) 
   CANOPY_CUDA_CHECK(cudaMemsetAsync(state.data(), 0, state.size() * 4, ctx.stream()));
 
   const int sms = std::max(ctx.device().multiprocessors, 1);
-  const unsigned hist_blocks = unsigned(std::min<std::size_t>((job.n + 255) / 256, std::size_t(sms) * 8));
+  const unsigned hist_blocks = unsigned(std::min<std::size_t>((job.n + 256 * os::hist_items - 1) / (256 * os::hist_items), std::size_t(sms) * 8));
   os::digit_histogram_kernel<K><<<hist_blocks, 256, 0, ctx.stream()>>>(job.keys_in, n, job.begin_bit, job.end_bit,
                                                                        passes, job.kind, hist);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::digit_histogram_kernel");

@@ -5,12 +5,15 @@
 //      digit_offsets_kernel turns each pass's counts into exclusive global bin offsets.
 //   2. onesweep_pass_kernel, per tile of TILE records:
 //      - tile ids come from an atomic counter, so tile t only waits on tiles that already run;
+//      - early counts: each warp counts its digits with shared atomics, the block sums them and
+//        publishes the tile's per-digit counts at once (flag AGGREGATE), before ranking;
 //      - warp-level ranking: each warp takes its keys in position order (item i, then lane),
-//        groups equal digits with one ballot per digit bit and keeps per-warp digit counters in
-//        shared memory; rank = earlier count of that digit in the warp + peers on lower lanes;
-//      - the tile's per-digit counts are published at once (flag AGGREGATE), then each of 256
-//        threads looks back over earlier tiles' counts for its digit until it meets an INCLUSIVE
-//        prefix, and publishes its own inclusive prefix (decoupled look-back over digit bins);
+//        groups equal digits with one ballot per digit bit; the lowest lane of a group adds the
+//        group's size to the warp's running offset of that digit (shared atomic) and broadcasts
+//        the old value; rank = that value + peers on lower lanes (stable);
+//      - 256 threads, one per digit, look back over earlier tiles' words for their digit, eight
+//        tiles per read, until an INCLUSIVE prefix, then publish their own inclusive prefix
+//        (decoupled look-back over digit bins);
 //      - records are placed in shared memory in split order, then written out so that each
 //        digit's run leaves the block contiguously (coalesced).
 // Look-back words pack a 2-bit flag over a 30-bit count, hence n < 2^30 per call.
@@ -33,10 +36,13 @@ constexpr std::uint32_t flag_inclusive = 2u << 30;
 constexpr std::uint32_t value_mask = (1u << 30) - 1;
 constexpr std::uint32_t max_elements = value_mask;  // counts must fit the 30-bit field
 
-//! Tile shape. 384 threads x 16 items (24 KiB of 4-byte keys in the exchange buffer) for 4-byte
-//! records; 12 items when 8-byte keys or values must fit the same static shared memory (< 48 KiB).
+//! Tile shape: 384 threads (2 blocks per SM at <= 85 registers) x items per thread. 4-byte records:
+//! 20 items (7680 keys, 30 KiB exchange buffer); 8-byte keys or values: 12 items (36 KiB), both
+//! under the 48 KiB static shared-memory limit. Measured on an H200 at 2^26 (docs/performance/
+//! sort.md): 20 items beat 16 for 4-byte records by 5%, 12 beat 10 for 8-byte ones by 8%.
+//! The macros exist to repeat such measurements.
 #ifndef CANOPY_ONESWEEP_ITEMS_4
-#define CANOPY_ONESWEEP_ITEMS_4 16
+#define CANOPY_ONESWEEP_ITEMS_4 20
 #endif
 #ifndef CANOPY_ONESWEEP_ITEMS_8
 #define CANOPY_ONESWEEP_ITEMS_8 12
@@ -79,7 +85,7 @@ __device__ __forceinline__ void store_relaxed(std::uint32_t* p, std::uint32_t v)
 //! per digit bit, are cheaper than __match_any_sync on sm_70..sm_90; a ninth on the "no record"
 //! bit is needed only in the last, partial tile.
 __device__ __forceinline__ std::uint32_t match_digit(std::uint32_t d, bool full_tile) {
-#if defined(CANOPY_ONESWEEP_MATCH_ANY)
+#if defined(CANOPY_ONESWEEP_MATCH_ANY)  // measured 1.3x slower per sort on an H200; kept for re-measuring
   return __match_any_sync(0xffffffffu, d);
 #endif
   std::uint32_t peers = 0xffffffffu;
@@ -98,17 +104,13 @@ __device__ __forceinline__ std::uint32_t match_digit(std::uint32_t d, bool full_
 }
 
 template <class K, class V>
-__global__ void __launch_bounds__(tuning<K, V>::threads) onesweep_pass_kernel(pass_args<K, V> a) {
+__global__ void __launch_bounds__(tuning<K, V>::threads, 2) onesweep_pass_kernel(pass_args<K, V> a) {
   using T = tuning<K, V>;
   constexpr int threads = T::threads, items = T::items, tile_size = T::tile, warps = T::warps;
   constexpr bool has_values = !std::is_same_v<V, no_value>;
   constexpr std::size_t record_bytes = (has_values && sizeof(V) > sizeof(K)) ? sizeof(V) : sizeof(K);
   constexpr std::size_t exchange_bytes = tile_size * record_bytes;
-#if defined(CANOPY_ONESWEEP_EARLY_COUNTS)
   constexpr std::size_t hist_bytes = 2 * std::size_t(warps) * radix * 4;  // counts + running offsets
-#else
-  constexpr std::size_t hist_bytes = std::size_t(warps) * radix * 4;
-#endif
   // The per-warp digit counters and the exchange buffer are never live at the same time.
   __shared__ alignas(16) unsigned char smem[exchange_bytes > hist_bytes ? exchange_bytes : hist_bytes];
   __shared__ std::uint32_t s_delta[radix];  // global output slot of a digit's run minus its tile slot
@@ -143,7 +145,6 @@ __global__ void __launch_bounds__(tuning<K, V>::threads) onesweep_pass_kernel(pa
   std::uint32_t* my_hist = warp_hist + warp * radix;
   const std::uint32_t lanes_below = (1u << lane) - 1u;
   const bool full_tile = tile_n == std::uint32_t(tile_size);
-#if defined(CANOPY_ONESWEEP_EARLY_COUNTS)
   // Early counts: per-warp digit counts by shared atomics first, so the tile's aggregate is
   // published before the (serial) ranking; ranking then starts from each warp's final offsets.
   std::uint32_t* running = warp_hist + warps * radix;  // [warps][radix]
@@ -184,88 +185,38 @@ __global__ void __launch_bounds__(tuning<K, V>::threads) onesweep_pass_kernel(pa
   for (int i = 0; i < items; ++i) {
     const std::uint32_t d = digit[i];
     const std::uint32_t peers = match_digit(d, full_tile);
-    const std::uint32_t before = d < radix ? my_running[d] : 0u;
-    pos[i] = before + __popc(peers & lanes_below);
-    __syncwarp();
-    if (d < radix && lane == __ffs(peers) - 1) my_running[d] = before + __popc(peers);
-    __syncwarp();
+    const int leader = __ffs(peers) - 1;
+    std::uint32_t before = 0;
+    if (d < radix && lane == leader) before = atomicAdd(&my_running[d], std::uint32_t(__popc(peers)));
+    pos[i] = __shfl_sync(0xffffffffu, before, leader) + __popc(peers & lanes_below);
+    __syncwarp();  // item i+1's counter update must follow item i's, whichever lanes lead them
   }
   if (tid < radix) {
     std::uint32_t prefix = 0;
     if (tile > 0) {
-      std::uint32_t j = tile - 1;
-      while (true) {
-        const std::uint32_t v = load_relaxed(a.lookback + std::size_t(j) * radix + tid);
-        if ((v & ~value_mask) == 0) continue;  // tile j has not published yet
-        prefix += v & value_mask;
-        if (v & flag_inclusive) break;
-        --j;
+      // Windowed look-back: the words of `window` predecessors are read at once, so a walk over
+      // many aggregate-only tiles costs one memory latency per window, not per tile.
+      constexpr int window = 8;
+      int j = int(tile) - 1;
+      bool done = false;
+      while (!done) {
+        std::uint32_t v[window];
+#pragma unroll
+        for (int w = 0; w < window; ++w)
+          v[w] = j - w >= 0 ? load_relaxed(a.lookback + std::size_t(j - w) * radix + tid) : flag_inclusive;
+#pragma unroll
+        for (int w = 0; w < window; ++w) {
+          if (done || (v[w] & ~value_mask) == 0) break;  // found the prefix, or tile j-w has not published
+          prefix += v[w] & value_mask;
+          --j;
+          if (v[w] & flag_inclusive) done = true;
+        }
       }
       store_relaxed(a.lookback + std::size_t(tile) * radix + tid, flag_inclusive | (prefix + count));
     }
     s_delta[tid] = a.digit_offsets[tid] + prefix - local_start;
   }
   __syncthreads();  // the exchange buffer overwrites the counters
-#else
-#pragma unroll
-  for (int i = 0; i < items; ++i) {
-    const std::uint32_t d = digit[i];
-    const std::uint32_t peers = match_digit(d, full_tile);
-    const std::uint32_t before = d < radix ? my_hist[d] : 0u;
-    pos[i] = before + __popc(peers & lanes_below);
-    __syncwarp();
-    if (d < radix && lane == __ffs(peers) - 1) my_hist[d] = before + __popc(peers);
-    __syncwarp();
-  }
-  __syncthreads();
-
-  // Thread t < 256 owns digit t: exclusive prefix over warps, the tile's count, look-back.
-  std::uint32_t count = 0;
-  if (tid < radix) {
-#pragma unroll
-    for (int w = 0; w < warps; ++w) {
-      const std::uint32_t c = warp_hist[w * radix + tid];
-      warp_hist[w * radix + tid] = count;
-      count += c;
-    }
-    store_relaxed(a.lookback + std::size_t(tile) * radix + tid, (tile == 0 ? flag_inclusive : flag_aggregate) | count);
-  }
-  std::uint32_t inclusive = count;
-  if (tid < radix) {
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const std::uint32_t v = __shfl_up_sync(0xffffffffu, inclusive, o);
-      if (lane >= o) inclusive += v;
-    }
-    if (lane == 31) s_warp_sums[warp] = inclusive;
-  }
-  __syncthreads();
-  if (tid < radix) {
-    std::uint32_t local_start = inclusive - count;
-    for (int w = 0; w < warp; ++w) local_start += s_warp_sums[w];
-    std::uint32_t prefix = 0;
-    if (tile > 0) {
-      std::uint32_t j = tile - 1;
-      while (true) {
-        const std::uint32_t v = load_relaxed(a.lookback + std::size_t(j) * radix + tid);
-        if ((v & ~value_mask) == 0) continue;  // tile j has not published yet
-        prefix += v & value_mask;
-        if (v & flag_inclusive) break;
-        --j;
-      }
-      store_relaxed(a.lookback + std::size_t(tile) * radix + tid, flag_inclusive | (prefix + count));
-    }
-    s_delta[tid] = a.digit_offsets[tid] + prefix - local_start;
-#pragma unroll
-    for (int w = 0; w < warps; ++w) warp_hist[w * radix + tid] += local_start;
-  }
-  __syncthreads();
-#pragma unroll
-  for (int i = 0; i < items; ++i)
-    if (digit[i] < radix) pos[i] += my_hist[digit[i]];
-  __syncthreads();  // the exchange buffer overwrites the counters
-
-#endif
 
   K* s_keys = reinterpret_cast<K*>(smem);
 #pragma unroll
@@ -307,8 +258,10 @@ __global__ void __launch_bounds__(tuning<K, V>::threads) onesweep_pass_kernel(pa
 }
 
 //! Counts the digits of passes [0, passes) of every key into hist[pass][256] (zeroed before).
-//! Runs of equal digits within a thread are merged before the shared atomic, so that sorted or
-//! constant inputs do not serialise on one counter.
+//! Each thread takes `hist_items` consecutive keys per step (independent loads in flight hide
+//! memory latency); runs of equal digits within them are merged before the shared atomic, so that
+//! sorted or constant inputs do not serialise on one counter.
+constexpr int hist_items = 8;
 template <class K>
 __global__ void __launch_bounds__(256) digit_histogram_kernel(const K* keys, std::uint32_t n, int begin_bit,
                                                               int end_bit, int passes, key_kind kind,
@@ -316,30 +269,36 @@ __global__ void __launch_bounds__(256) digit_histogram_kernel(const K* keys, std
   __shared__ std::uint32_t s_hist[max_passes * radix];
   for (int i = threadIdx.x; i < passes * radix; i += blockDim.x) s_hist[i] = 0;
   __syncthreads();
-  std::uint32_t run_digit[max_passes], run_count[max_passes];
+  const std::size_t step = std::size_t(gridDim.x) * blockDim.x * hist_items;
+  for (std::size_t base = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) * hist_items; base < n; base += step) {
+    K ordered[hist_items];
+    const int count = int(min(std::size_t(hist_items), n - base));
 #pragma unroll
-  for (int p = 0; p < max_passes; ++p) run_digit[p] = 0, run_count[p] = 0;
-  const std::uint32_t stride = gridDim.x * blockDim.x;
-  for (std::uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x; idx < n; idx += stride) {
-    const K ordered = to_ordered_bits(keys[idx], kind);
+    for (int i = 0; i < hist_items; ++i)
+      if (i < count) ordered[i] = to_ordered_bits(keys[base + i], kind);
 #pragma unroll
     for (int p = 0; p < max_passes; ++p) {
       if (p < passes) {
         const int shift = begin_bit + 8 * p;
         const int bits = min(8, end_bit - shift);
-        const std::uint32_t d = std::uint32_t(ordered >> shift) & ((1u << bits) - 1u);
-        if (d != run_digit[p]) {
-          if (run_count[p]) atomicAdd(&s_hist[p * radix + run_digit[p]], run_count[p]);
-          run_digit[p] = d;
-          run_count[p] = 0;
+        const std::uint32_t mask = (1u << bits) - 1u;
+        std::uint32_t run_digit = std::uint32_t(ordered[0] >> shift) & mask, run = 1;
+#pragma unroll
+        for (int i = 1; i < hist_items; ++i) {
+          if (i < count) {
+            const std::uint32_t d = std::uint32_t(ordered[i] >> shift) & mask;
+            if (d != run_digit) {
+              atomicAdd(&s_hist[p * radix + run_digit], run);
+              run_digit = d;
+              run = 0;
+            }
+            ++run;
+          }
         }
-        ++run_count[p];
+        atomicAdd(&s_hist[p * radix + run_digit], run);
       }
     }
   }
-#pragma unroll
-  for (int p = 0; p < max_passes; ++p)
-    if (p < passes && run_count[p]) atomicAdd(&s_hist[p * radix + run_digit[p]], run_count[p]);
   __syncthreads();
   for (int i = threadIdx.x; i < passes * radix; i += blockDim.x)
     if (s_hist[i]) atomicAdd(&hist[i], s_hist[i]);
