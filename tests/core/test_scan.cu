@@ -496,7 +496,8 @@ TEST(CudaScanPerf, VersusCub) {
                   2.0 * n * sizeof(T) / (copy_ms * 1e6), cub_ms, 2.0 * n * sizeof(T) / (cub_ms * 1e6));
       using canopy::detail::tuning::scan_shape;
       using canopy::detail::tuning::default_scan_shape;
-      time_shape<T, default_scan_shape<T, T>, false>(ctx, "default", in, out, ref, cub_ms, copy_ms);
+      time_shape<T, canopy::detail::tuning::plain_scan_shape<T>, false>(ctx, "default (plain_scan_shape)", in, out, ref, cub_ms, copy_ms);
+      time_shape<T, default_scan_shape<T, T>, false>(ctx, "128 B/thread, 256, no hints", in, out, ref, cub_ms, copy_ms);
       time_shape<T, scan_shape<T, T, 128, 256, 1, true>, false>(ctx, "128 B/thread, 256, streaming", in, out, ref, cub_ms, copy_ms);
       time_shape<T, scan_shape<T, T, 128, 256, 1, false, true>, false>(ctx, "128 B/thread, 256, speculative", in, out, ref, cub_ms, copy_ms);
       time_shape<T, scan_shape<T, T, 128, 256, 1, true, true>, false>(ctx, "128 B/thread, 256, spec+streaming", in, out, ref, cub_ms, copy_ms);
@@ -531,7 +532,8 @@ TEST(CudaScanPerf, VersusCub) {
                   2.0 * m * sizeof(T) / (cub_ms * 1e6));
       using canopy::detail::tuning::scan_shape;
       using canopy::detail::tuning::default_scan_shape;
-      time_shape<T, default_scan_shape<T, T>, true>(ctx, "default", in, out, ref, cub_ms, copy_ms);
+      time_shape<T, canopy::detail::tuning::plain_scan_shape<T>, true>(ctx, "default (plain_scan_shape)", in, out, ref, cub_ms, copy_ms);
+      time_shape<T, default_scan_shape<T, T>, true>(ctx, "128 B/thread, 128, no hints", in, out, ref, cub_ms, copy_ms);
       time_shape<T, scan_shape<T, T, 128, 128, 1, true>, true>(ctx, "128 B/thread, 128, streaming", in, out, ref, cub_ms, copy_ms);
       time_shape<T, scan_shape<T, T, 128, 256>, true>(ctx, "128 B/thread, 256", in, out, ref, cub_ms, copy_ms);
       time_shape<T, scan_shape<T, T, 128, 128, 1, false, true>, true>(ctx, "128 B/thread, 128, speculative", in, out, ref, cub_ms, copy_ms);

@@ -69,7 +69,8 @@ void cuda_scan(context& ctx, const T* in, T* out, std::size_t n, const std::uint
   else if (segment_length != 0 && segment_length < n)
     launch_single_pass_scan<T, Op, scan_regular>(ctx, in, out, n, nullptr, segment_length, identity, op);
   else  // no segments, or one regular segment covering everything
-    launch_single_pass_scan<T, Op, scan_plain>(ctx, in, out, n, nullptr, 0, identity, op);
+    launch_single_pass_scan<T, Op, scan_plain, tuning::plain_scan_shape<T>>(ctx, in, out, n, nullptr, 0, identity,
+                                                                             op);
 }
 
 }  // namespace detail

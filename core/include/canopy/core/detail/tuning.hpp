@@ -53,6 +53,14 @@ struct scan_shape {
 template <class T, class Acc>
 using default_scan_shape = scan_shape<T, Acc, 128, (sizeof(T) <= 4 ? 256 : 128)>;
 
+//! The plain (unsegmented) scan's tile: as above, plus evict-first hints on its 16-byte loads and
+//! stores, and for values of up to 4 bytes a speculative first load (tile blockIdx.x is loaded
+//! while the tile-id atomic is in flight). Measured on H200 (run 3, docs/performance/scan.md):
+//! i32 2^28 0.952 -> 0.806 ms, i64 2^28 1.788 -> 1.619 ms (speculation did not help i64).
+//! Segmented scans and compaction keep default_scan_shape: the hints showed no gain for select.
+template <class T>
+using plain_scan_shape = scan_shape<T, T, 128, (sizeof(T) <= 4 ? 256 : 128), 1, true, (sizeof(T) <= 4)>;
+
 //! Reduction: 256 threads, 4 vectors of 16 bytes in flight per thread per step (64 bytes); the grid
 //! is one wave of resident blocks (occupancy query), each folding a contiguous run of rows.
 constexpr int reduce_block_threads = 256;
