@@ -192,7 +192,7 @@ row run_scene(context& ctx, const settings& cfg, const std::string& name) {
 
   // The quality step's trade-off: build ms and SAH per treelet configuration (leaves, rounds, gamma).
   if (!cfg.smoke) {
-    for (const auto& v : std::vector<std::array<int, 3>>{{7, 2, 16}, {7, 1, 16}, {5, 2, 16}, {5, 1, 16}, {7, 1, 64}, {5, 1, 64}, {3, 2, 16}}) {
+    for (const auto& v : std::vector<std::array<int, 3>>{{7, 3, 16}, {7, 2, 16}, {7, 2, 32}, {7, 1, 16}, {6, 2, 16}, {5, 2, 16}, {5, 1, 16}, {7, 1, 64}, {5, 1, 64}, {3, 2, 16}}) {
       bvh_build_options o;
       o.treelet_leaves = v[0];
       o.treelet_rounds = v[1];

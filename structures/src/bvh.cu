@@ -6,6 +6,7 @@
 #include <canopy/structures/bvh.hpp>
 #include <canopy/structures/detail/bvh_build_kernels.hpp>
 #include <canopy/structures/detail/bvh_sort.hpp>
+#include <canopy/structures/detail/bvh_treelet_warp.hpp>
 
 #include <algorithm>
 #include <optional>
@@ -66,6 +67,7 @@ bvh_builder::bvh_builder(context& ctx, bvh_build_options options) : ctx_(&ctx), 
   primitive_boxes_ = buffer<aabb>(ctx, 0);
   centroid_boxes_ = buffer<aabb>(ctx, 0);
   node_costs_ = buffer<float>(ctx, 0);
+  treelet_starts_ = buffer<std::uint8_t>(ctx, 0);
   invalid_count_ = buffer<std::uint32_t>(ctx, 1);
   invalid_count_.fill_bytes(0);
   centroid_bounds_ = buffer<aabb>(ctx, 1);
@@ -81,6 +83,7 @@ void bvh_builder::clear() {
   primitive_boxes_.release();
   centroid_boxes_.release();
   node_costs_.release();
+  treelet_starts_.release();
   primitive_count_ = node_count_ = 0;
   kind_ = kind::none;
 }
@@ -105,6 +108,7 @@ void bvh_builder::prepare(std::size_t n) {
   const bool optimize = options_.quality == bvh_quality::treelet;
   node_costs_.resize_discard(optimize ? node_count_ : 0);
   subtree_sizes_.resize_discard(optimize ? node_count_ : 0);
+  treelet_starts_.resize_discard(optimize && ctx_->is_cuda() ? node_count_ : 0);
 }
 
 template <class Source>
@@ -171,10 +175,19 @@ void bvh_builder::build(const Source& source, std::size_t n, stage_timer* timer)
     for (int round = 0; round < options_.treelet_rounds; ++round) {
       counters_.fill_bytes(0);
       const std::uint64_t min_size = std::uint64_t(options_.treelet_min_primitives) << round;
-      for_each(ctx, n,
-               detail::restructure_treelets{nodes_.view(), parents_.view(), counters_.view(), cost, n,
-                                            std::uint32_t(std::min<std::uint64_t>(min_size, 0xffffffffu)),
-                                            options_.treelet_leaves});
+      const detail::restructure_treelets pass{nodes_.view(), parents_.view(), counters_.view(), cost, n,
+                                              std::uint32_t(std::min<std::uint64_t>(min_size, 0xffffffffu)),
+                                              options_.treelet_leaves};
+      if (ctx.is_cuda()) {
+        // A warp per treelet (same trees as the host path, ~30x fewer dependent steps per treelet).
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+        detail::launch_restructure_treelets_warp(ctx, pass, treelet_starts_.view());
+#else
+        detail::throw_cuda_from_host_compiler("canopy::bvh_builder");
+#endif
+      } else {
+        for_each(ctx, n, pass);
+      }
     }
   }
 }

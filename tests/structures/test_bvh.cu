@@ -9,6 +9,7 @@
 #include <canopy/structures/scene.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -466,6 +467,46 @@ TEST_P(BvhTest, TreeletStepBringsSahWithinTenPercentOfBinnedSah) {
               lbvh / reference, treelet, treelet / reference);
   EXPECT_LT(treelet, lbvh);
   EXPECT_LE(treelet, 1.10 * reference);
+  // The quality configuration (the defaults before the warp-per-treelet path) as well.
+  bvh_build_options o = options_for(30, bvh_quality::treelet);
+  o.treelet_leaves = 7, o.treelet_rounds = 2, o.treelet_min_primitives = 16;
+  bvh_builder quality(ctx(), o);
+  quality.build_triangles(dm.vertices.view(), dm.indices.view());
+  check_structure(quality, boxes_of(m));
+  const double best = quality.statistics().sah_cost;
+  std::printf("[ sah      ] treelet 7 leaves 2 rounds %.2f (%.3fx)\n", best, best / reference);
+  EXPECT_LT(best, lbvh);
+  EXPECT_LE(best, 1.10 * reference);
+}
+
+// Every treelet configuration (leaves 3..7, rounds, thresholds down to 3 primitives, so that
+// treelets reach the leaves) gives a valid tree that is never worse than the plain LBVH, on
+// random triangles (overlapping, hostile to Morton order) and on clustered duplicates.
+TEST_P(BvhTest, TreeletVariantsGiveValidTreesNoWorseThanLbvh) {
+  for (std::size_t n : {3, 4, 8, 33, 1025, 4097}) {
+    mesh m = random_triangles(n, 91 + std::uint32_t(n));
+    if (n > 8)  // a cluster of coincident triangles inside the random ones
+      for (std::size_t t = 1; t < n / 3; ++t)
+        for (int k = 0; k < 3; ++k) m.indices[3 * t + k] = m.indices[k];
+    const device_mesh dm = canopy::upload(ctx(), m);
+    bvh_builder plain(ctx(), options_for(30, bvh_quality::none));
+    plain.build_triangles(dm.vertices.view(), dm.indices.view());
+    const double lbvh = plain.statistics().sah_cost;
+    for (int leaves : {3, 4, 5, 6, 7}) {
+      for (int rounds : {1, 3}) {
+        for (int min_prims : {3, 16}) {
+          SCOPED_TRACE("n=" + std::to_string(n) + " leaves=" + std::to_string(leaves) + " rounds=" +
+                       std::to_string(rounds) + " min=" + std::to_string(min_prims));
+          bvh_build_options o = options_for(30, bvh_quality::treelet);
+          o.treelet_leaves = leaves, o.treelet_rounds = rounds, o.treelet_min_primitives = min_prims;
+          bvh_builder b(ctx(), o);
+          b.build_triangles(dm.vertices.view(), dm.indices.view());
+          check_structure(b, boxes_of(m));
+          EXPECT_LE(b.statistics().sah_cost, lbvh * (1 + 1e-5));
+        }
+      }
+    }
+  }
 }
 
 TEST_P(BvhTest, BinnedSahReferenceIsAValidTree) {
@@ -695,5 +736,36 @@ TEST(CudaBvh, LargeSceneStructureAndRays) {
   for (std::size_t i = 0; i < rays.size(); ++i) {
     const hit ref = brute_closest(m, rays[i]);
     EXPECT_EQ(hits[i].primitive, ref.primitive) << "ray " << i;
+  }
+}
+
+// The CUDA quality step (a warp per treelet) and the host one (a thread per treelet) make the
+// same trees, node for node, over option variants and awkward sizes.
+TEST(CudaBvh, TreeletTreesAreIdenticalOnBothBackends) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "CUDA backend unusable here: " << why;
+  context gpu(backend_request::cuda);
+  context& cpu = canopy_test::host_context();
+  for (std::size_t n : {3, 31, 33, 1025, 65537}) {
+    const mesh m = random_triangles(n, 5 + std::uint32_t(n));
+    const device_mesh hm = canopy::upload(cpu, m), gm = canopy::upload(gpu, m);
+    for (const auto& v : std::vector<std::array<int, 3>>{{7, 2, 16}, {7, 3, 3}, {5, 1, 64}, {3, 2, 3}, {6, 1, 4}}) {
+      SCOPED_TRACE("n=" + std::to_string(n) + " leaves=" + std::to_string(v[0]) + " rounds=" +
+                   std::to_string(v[1]) + " min=" + std::to_string(v[2]));
+      bvh_build_options o = options_for(63, bvh_quality::treelet);
+      o.treelet_leaves = v[0], o.treelet_rounds = v[1], o.treelet_min_primitives = v[2];
+      bvh_builder hb(cpu, o), gb(gpu, o);
+      hb.build_triangles(hm.vertices.view(), hm.indices.view());
+      gb.build_triangles(gm.vertices.view(), gm.indices.view());
+      const host_tree ht = download(hb), gt = download(gb);
+      ASSERT_EQ(ht.nodes.size(), gt.nodes.size());
+      EXPECT_EQ(ht.prims, gt.prims);
+      EXPECT_EQ(ht.parents, gt.parents);
+      std::size_t differ = 0;
+      for (std::size_t i = 0; i < ht.nodes.size(); ++i)
+        differ += std::memcmp(&ht.nodes[i], &gt.nodes[i], sizeof(bvh_node)) != 0;
+      EXPECT_EQ(differ, 0u);
+      check_structure(gb, boxes_of(m));
+    }
   }
 }

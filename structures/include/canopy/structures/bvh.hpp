@@ -8,6 +8,7 @@
 // The builder is an LBVH (Lauterbach et al. 2009, hierarchy after Karras 2012) followed by an
 // optional quality step, treelet restructuring (Karras & Aila 2013), which brings the SAH cost close
 // to that of a binned-SAH build (see binned_sah.hpp for the reference and docs/bvh.md for numbers).
+// On CUDA the restructuring runs one warp per treelet and gives the same trees as the host path.
 // It is written once over canopy's primitives and canopy::for_each and runs on both backends.
 //
 // Stages (names recorded with a stage_timer when one is passed):
@@ -78,17 +79,19 @@ struct bvh_view {
 //! What quality step runs after the LBVH hierarchy.
 enum class bvh_quality : std::uint8_t {
   none,     //!< plain LBVH: fastest build, SAH cost typically 15-35% above binned SAH
-  treelet,  //!< treelet restructuring (Karras & Aila 2013): rounds of optimal 7-leaf treelets
+  treelet,  //!< treelet restructuring (Karras & Aila 2013): rounds of optimal treelets of up to 7 leaves
 };
 
 struct bvh_build_options {
   int morton_bits = 30;                      //!< 30 (u32 sort, faster) or 63 (u64 sort, finer)
   bvh_quality quality = bvh_quality::treelet; //!< quality step after the hierarchy
-  int treelet_rounds = 2;                    //!< restructuring rounds (each one bottom-up pass)
-  int treelet_leaves = 7;                    //!< leaves per treelet, 3..7: DP work grows ~3^leaves
+  int treelet_rounds = 1;                    //!< restructuring rounds (each one bottom-up pass)
+  int treelet_leaves = 5;                    //!< leaves per treelet, 3..7: DP work grows ~3^leaves
   int treelet_min_primitives = 16;           //!< round r only restructures nodes with >= this * 2^r primitives beneath
-  // Measured on an H200 (docs/bvh.md): the defaults give SAH 1.05x binned SAH but ~20 ms at 1M
-  // triangles; leaves 5, rounds 1, min 64 give 1.09x in ~1.4 ms.
+  // Measured on an H200 (docs/bvh.md, CUDA path: a warp per treelet): the defaults (5 / 1 / 16)
+  // build 1M triangles in 0.82 ms, sort included, SAH 1.075x binned SAH (bunny 1.096x, 10M 1.081x).
+  // For quality over speed: leaves 7, rounds 2 give 1.050x in 2.9 ms at 1M. Changing from
+  // 7 / 2 / 16 to 5 / 1 / 16 was a default change: every option stays accepted.
   float traversal_cost = 1.0f;               //!< SAH cost of visiting an internal node (C_t)
   float intersection_cost = 1.0f;            //!< SAH cost of testing one primitive (C_i)
 };
@@ -117,8 +120,10 @@ double bvh_sah_cost(const bvh_node* nodes, std::size_t node_count, std::uint32_t
 //! nothing, and on CUDA they enqueue work on ctx.stream() without synchronising.
 //!
 //! Complexity: O(n) work per stage plus the radix sort; treelet restructuring does about
-//! 2^7 * 7 operations per restructured node. Memory: about 100 bytes per primitive (nodes 64,
-//! parents 8, keys/indices/temporaries), held until the builder dies or clear() is called.
+//! 3^leaves operations per restructured node (on CUDA shared by the 32 lanes of a warp).
+//! Memory: about 100 bytes per primitive (nodes 64, parents 8, keys/indices/temporaries; the
+//! CUDA quality step adds 2 bytes of per-node start flags), held until the builder dies or
+//! clear() is called.
 //! Not thread-safe; one builder per stream.
 class bvh_builder {
  public:
@@ -182,6 +187,7 @@ class bvh_builder {
   buffer<std::uint32_t> counters_;           // per internal node, for the bottom-up passes
   buffer<float> node_costs_;                 // per node SAH cost of its subtree (optimize)
   buffer<std::uint32_t> subtree_sizes_;      // per node primitive count (optimize)
+  buffer<std::uint8_t> treelet_starts_;      // per node, CUDA optimize: where a round's climbs start
   buffer<aabb> centroid_bounds_;             // one box
   buffer<std::uint32_t> invalid_count_;      // one u32
 };

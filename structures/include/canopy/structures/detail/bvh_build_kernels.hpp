@@ -5,7 +5,8 @@
 // [SECTION] morton                   primitive boxes, centroid point boxes, Morton codes
 // [SECTION] hierarchy                Karras 2012 radix tree over sorted codes
 // [SECTION] bounds                   bottom-up boxes (and SAH costs) with per-node arrival counters
-// [SECTION] treelet restructuring    Karras & Aila 2013, one thread per treelet
+// [SECTION] treelet restructuring    Karras & Aila 2013, one thread per treelet (host path;
+//                                    the CUDA path is a warp per treelet, bvh_treelet_warp.hpp)
 //
 // Every functor is CANOPY_HD and runs unchanged under canopy::for_each on both backends. The
 // bottom-up passes rely on: (1) a thread publishes a node (box, cost, links) before incrementing
@@ -296,8 +297,10 @@ struct propagate_bounds {
       const bvh_node b = bvh_load_node(&nodes[p.right_or_count]);
       nodes[parent].box = merge(a.box, b.box);
       if (cost.costs) {
-        cost.costs[parent] = cost.traversal_cost * surface_area(nodes[parent].box) +
-                             bvh_load(&cost.costs[p.left_or_first]) + bvh_load(&cost.costs[p.right_or_count]);
+        // Non-fused: both backends get the same costs, hence the same treelet decisions.
+        cost.costs[parent] = add_rn(add_rn(mul_rn(cost.traversal_cost, surface_area(nodes[parent].box)),
+                                           bvh_load(&cost.costs[p.left_or_first])),
+                                    bvh_load(&cost.costs[p.right_or_count]));
         cost.sizes[parent] = bvh_load(&cost.sizes[p.left_or_first]) + bvh_load(&cost.sizes[p.right_or_count]);
       }
       node = parent;
@@ -395,11 +398,11 @@ struct restructure_treelets {
       // Proper subsets p of s containing the lowest leaf: each partition once.
       for (unsigned q = (rest - 1) & rest;; q = (q - 1) & rest) {
         const unsigned p = q | low;
-        const float c = opt[p] + opt[s ^ p];
+        const float c = add_rn(opt[p], opt[s ^ p]);
         if (c < best) best = c, best_part = p;
         if (q == 0) break;
       }
-      opt[s] = cost.traversal_cost * area + best;
+      opt[s] = add_rn(mul_rn(cost.traversal_cost, area), best);  // no contraction: same as the warp path
       split[s] = std::uint8_t(best_part);
     }
     const float current = bvh_load(&cost.costs[root]);
