@@ -11,7 +11,7 @@ const char* settings::usage() {
          "  --triangles N                 at least N triangles (default 1M on CUDA, 64K on the host)\n"
          "  --refit                       refit instead of rebuilding every frame\n"
          "  --rebuild-every N             with --refit, rebuild every N frames\n"
-         "  --treelet | --no-treelet      treelet restructuring after the LBVH (default off: plain LBVH)\n"
+         "  --treelet | --no-treelet      treelet restructuring after the LBVH (default on; --no-treelet: plain LBVH)\n"
          "  --boxes MIN:MAX | --no-boxes  node depths drawn (default 0:7)\n"
          "  --layout split|raster|raycast how the ray-cast image is shown (default split)\n"
 "  --raycast-divisor N           ray-cast at 1/N resolution (1, 2 or 4; default 1 on CUDA, 2 on the host)\n"

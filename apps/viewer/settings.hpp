@@ -22,7 +22,7 @@ struct settings {
   std::size_t triangles = 0;        //!< 0: by backend (1M on CUDA, 64K on the host)
   bool refit = false;               //!< refit the last build instead of rebuilding
   int rebuild_every = 0;            //!< with refit: rebuild every N frames (0: never)
-  bool treelet = false;             //!< treelet restructuring after the LBVH (better SAH, ~20 ms at 1M on an H200)
+  bool treelet = true;              //!< treelet restructuring after the LBVH (SAH within 10% of binned SAH; ~0.4 ms more at 1M on an H200)
   bool show_boxes = true;
   int min_depth = 0, max_depth = 7; //!< node depths drawn (root = 0)
   float box_alpha = 1.0f;
