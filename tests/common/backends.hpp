@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,19 @@ class BackendTest : public ::testing::TestWithParam<canopy::backend> {
  private:
   std::unique_ptr<canopy::context> ctx_;
 };
+
+//! Asserts that `statement` throws ExceptionType whose message contains every given fragment
+//! (refused arguments must name the function and the argument).
+template <class ExceptionType, class F>
+void expect_error(F&& statement, std::initializer_list<const char*> fragments) {
+  try {
+    statement();
+    ADD_FAILURE() << "expected an exception";
+  } catch (const ExceptionType& e) {
+    const std::string what = e.what();
+    for (const char* f : fragments) EXPECT_NE(what.find(f), std::string::npos) << "'" << f << "' not in: " << what;
+  }
+}
 
 //! A host context for the oracle side of GPU-vs-host comparisons.
 inline canopy::context& host_context() {

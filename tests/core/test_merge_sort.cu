@@ -17,16 +17,7 @@ using canopy_test::BackendTest;
 
 namespace {
 
-template <class ExceptionType, class F>
-void expect_error(F&& statement, std::initializer_list<const char*> fragments) {
-  try {
-    statement();
-    ADD_FAILURE() << "expected an exception";
-  } catch (const ExceptionType& e) {
-    const std::string what = e.what();
-    for (const char* f : fragments) EXPECT_NE(what.find(f), std::string::npos) << "'" << f << "' not in: " << what;
-  }
-}
+using canopy_test::expect_error;
 
 enum class dist { uniform, few_distinct, sorted, reversed, all_equal, organ_pipe };
 const dist all_dists[] = {dist::uniform, dist::few_distinct, dist::sorted, dist::reversed, dist::all_equal,

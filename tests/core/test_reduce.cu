@@ -20,16 +20,7 @@ using canopy_test::BackendTest;
 
 namespace {
 
-template <class ExceptionType, class F>
-void expect_error(F&& statement, std::initializer_list<const char*> fragments) {
-  try {
-    statement();
-    ADD_FAILURE() << "expected an exception";
-  } catch (const ExceptionType& e) {
-    const std::string what = e.what();
-    for (const char* f : fragments) EXPECT_NE(what.find(f), std::string::npos) << "'" << f << "' not in: " << what;
-  }
-}
+using canopy_test::expect_error;
 
 const std::vector<std::size_t> kSizes = {0,    1,     2,     31,    32,     33,     1023,  1024,   1025,
                                          4095, 4097,  32767, 32769, 131071, 131073, 999983, 4194305};

@@ -13,17 +13,7 @@ using canopy_test::BackendTest;
 
 namespace {
 
-// Asserts that `statement` throws ExceptionType whose message contains every given fragment.
-template <class ExceptionType, class F>
-void expect_error(F&& statement, std::initializer_list<const char*> fragments) {
-  try {
-    statement();
-    ADD_FAILURE() << "expected an exception";
-  } catch (const ExceptionType& e) {
-    const std::string what = e.what();
-    for (const char* f : fragments) EXPECT_NE(what.find(f), std::string::npos) << "'" << f << "' not in: " << what;
-  }
-}
+using canopy_test::expect_error;
 
 struct scoped_env {
   scoped_env(const char* name, const char* value) : name_(name) {

@@ -17,16 +17,7 @@ using canopy_test::BackendTest;
 
 namespace {
 
-template <class ExceptionType, class F>
-void expect_error(F&& statement, std::initializer_list<const char*> fragments) {
-  try {
-    statement();
-    ADD_FAILURE() << "expected an exception";
-  } catch (const ExceptionType& e) {
-    const std::string what = e.what();
-    for (const char* f : fragments) EXPECT_NE(what.find(f), std::string::npos) << "'" << f << "' not in: " << what;
-  }
-}
+using canopy_test::expect_error;
 
 // Offsets of segments with the given sizes, starting at `first` (keys before it are outside).
 std::vector<std::uint32_t> offsets_from_sizes(const std::vector<std::uint32_t>& sizes, std::uint32_t first = 0) {

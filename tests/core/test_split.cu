@@ -16,16 +16,7 @@ using canopy_test::BackendTest;
 
 namespace {
 
-template <class ExceptionType, class F>
-void expect_error(F&& statement, std::initializer_list<const char*> fragments) {
-  try {
-    statement();
-    ADD_FAILURE() << "expected an exception";
-  } catch (const ExceptionType& e) {
-    const std::string what = e.what();
-    for (const char* f : fragments) EXPECT_NE(what.find(f), std::string::npos) << "'" << f << "' not in: " << what;
-  }
-}
+using canopy_test::expect_error;
 
 template <class Key>
 std::vector<Key> random_keys(std::size_t n, std::uint64_t seed, bool low_entropy = false) {

@@ -24,16 +24,7 @@ using namespace canopy;
 
 namespace {
 
-template <class ExceptionType, class F>
-void expect_error(F&& statement, std::initializer_list<const char*> fragments) {
-  try {
-    statement();
-    ADD_FAILURE() << "expected an exception";
-  } catch (const ExceptionType& e) {
-    const std::string what = e.what();
-    for (const char* f : fragments) EXPECT_NE(what.find(f), std::string::npos) << "'" << f << "' not in: " << what;
-  }
-}
+using canopy_test::expect_error;
 
 // Random triangles of mixed sizes inside [-1, 1]^3 (some long and thin, some tiny).
 mesh random_triangles(std::size_t n, std::uint32_t seed) {

@@ -218,16 +218,7 @@ void every_pair(F&& f) {
   f(float{}, double{});
 }
 
-template <class ExceptionType, class F>
-void expect_error(F&& statement, std::initializer_list<const char*> fragments) {
-  try {
-    statement();
-    ADD_FAILURE() << "expected an exception";
-  } catch (const ExceptionType& e) {
-    const std::string what = e.what();
-    for (const char* f : fragments) EXPECT_NE(what.find(f), std::string::npos) << "'" << f << "' not in: " << what;
-  }
-}
+using canopy_test::expect_error;
 
 }  // namespace
 
