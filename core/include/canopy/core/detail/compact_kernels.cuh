@@ -49,30 +49,9 @@ __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
   const plus<count_t> add64;
   const auto status = make_tile_status<count_t>(p.status, p.tiles);
 
-  if (threadIdx.x == 0) s_tile = atomicAdd(p.tile_counter, 1u);
   const unsigned warp = threadIdx.x / 32, lane = lane_id();
-  const bool in_aligned = (reinterpret_cast<std::uintptr_t>(p.in) & 15u) == 0;
   T x[Rows][Vec];
-  const auto load_tile = [&](std::size_t t) {
-    const std::size_t base = t * std::size_t(Shape::tile_items);
-    const bool whole = base + Shape::tile_items <= p.n;
-    load_rows<T, Rows, Vec, Shape::streaming>(p.in, p.n, base + std::size_t(warp) * Shape::warp_items, whole,
-                                              in_aligned, x, whole ? T{} : p.in[base]);
-  };
-  std::size_t tile;
-  if constexpr (Shape::speculative) {
-    // Guess that the counter hands out blockIdx.x (blocks start in index order) and load that
-    // tile while the atomic is in flight; on a wrong guess load the tile really given (usually
-    // from L2, as the guessed tile's owner has just read it or is about to).
-    load_tile(blockIdx.x);
-    __syncthreads();
-    tile = s_tile;
-    if (tile != blockIdx.x) load_tile(tile);
-  } else {
-    __syncthreads();
-    tile = s_tile;
-    load_tile(tile);
-  }
+  const std::size_t tile = claim_and_load_tile<T, Rows, Vec, Shape>(p.tile_counter, s_tile, p.in, p.n, warp, x);
   const std::size_t tile_base = tile * std::size_t(Shape::tile_items);
   const std::size_t warp_base = tile_base + std::size_t(warp) * Shape::warp_items;
   const bool full = tile_base + Shape::tile_items <= p.n;
