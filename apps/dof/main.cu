@@ -34,7 +34,6 @@
 #include <imgui.h>
 
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -232,7 +231,6 @@ void draw_controls(settings& s, const std::string& device) {
   ImGui::End();
 }
 
-using clock_type = std::chrono::steady_clock;
 
 }  // namespace
 
@@ -269,14 +267,13 @@ int main(int argc, char** argv) try {
   app::gpu_timer raster_timer;
   app::timing_history history;
   app::timing_log log;
-  std::array<double, 16> wall_ms{};
-  std::uint64_t last_recorded = ~std::uint64_t(0);
+  app::frame_recorder recorder;
   std::printf("canopy-dof: %s\ncanopy-dof: GL %s\n", ctx.description().c_str(), window.renderer().c_str());
 
   float seconds = 0.0f;
   ImVec2 press{0, 0};
   while (window.next_frame()) {
-    const clock_type::time_point frame_start = clock_type::now();
+    recorder.begin_frame();
     const std::uint64_t frame = std::uint64_t(window.frame() - 1);
     const float dt = float(window.delta_seconds());
     cam.update_from_input(dt);
@@ -365,23 +362,7 @@ int main(int argc, char** argv) try {
       window.request_screenshot(options.screenshot);
     window.present(display);
 
-    double raster_ms = -1;
-    const canopy::frame_timings* done = nullptr;
-    if (window.headless()) {
-      done = &timer.wait_latest();
-      raster_ms = raster_timer.wait_ms();
-    } else {
-      done = timer.latest();
-      raster_ms = raster_timer.latest_ms();
-    }
-    wall_ms[frame % wall_ms.size()] = std::chrono::duration<double, std::milli>(clock_type::now() - frame_start).count();
-    if (done && done->frame != last_recorded) {
-      app::frame_record r = app::make_record(*done, wall_ms[done->frame % wall_ms.size()]);
-      if (raster_ms >= 0) r.stages.emplace_back("raster (GL)", raster_ms);
-      last_recorded = done->frame;
-      if (window.headless()) log.add(r);
-      history.push(std::move(r));
-    }
+    recorder.end_frame(frame, window.headless(), timer, raster_timer, history, window.headless() ? &log : nullptr);
   }
 
   if (window.headless()) {

@@ -23,8 +23,6 @@
 #include <canopy/core/timer.hpp>
 
 #include <algorithm>
-#include <array>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -32,8 +30,6 @@
 namespace app = canopy::app;
 
 namespace {
-
-using clock_type = std::chrono::steady_clock;
 
 //! Where the raster view and the ray-cast image go in a W x H framebuffer (GL: y up).
 struct viewports {
@@ -96,8 +92,7 @@ int main(int argc, char** argv) try {
   app::timing_history history;
   app::timing_log log;
   viewer::shown_statistics stats;
-  std::array<double, 16> wall_ms{};  // host frame times by frame % 16, until the timer reports the frame
-  std::uint64_t last_recorded = ~std::uint64_t(0);
+  app::frame_recorder recorder;
 
   auto load_scene = [&] {
     scene.load(s.scene, s.triangles);
@@ -115,7 +110,7 @@ int main(int argc, char** argv) try {
   float seconds = 0.0f;
   viewports vp{};
   while (window.next_frame()) {
-    const clock_type::time_point frame_start = clock_type::now();
+    recorder.begin_frame();
     const std::uint64_t frame = std::uint64_t(window.frame() - 1);
     const float dt = float(window.delta_seconds());
     camera.update_from_input(dt);
@@ -174,26 +169,8 @@ int main(int argc, char** argv) try {
       window.request_screenshot(options.screenshot);
     window.present(target);
 
-    // Timings: interactive runs read what has completed (never waiting); headless runs wait, so
-    // that every frame is logged.
-    double raster_ms = -1;
-    const canopy::frame_timings* done = nullptr;
-    if (window.headless()) {
-      done = &timer.wait_latest();
-      raster_ms = raster_timer.wait_ms();
-    } else {
-      done = timer.latest();
-      raster_ms = raster_timer.latest_ms();
-    }
-    // Host time of the whole frame (headless: including the waits above).
-    wall_ms[frame % wall_ms.size()] = std::chrono::duration<double, std::milli>(clock_type::now() - frame_start).count();
-    if (done && done->frame != last_recorded) {
-      app::frame_record r = app::make_record(*done, wall_ms[done->frame % wall_ms.size()]);
-      if (raster_ms >= 0) r.stages.emplace_back("raster (GL)", raster_ms);
-      last_recorded = done->frame;
-      if (!options.timings.empty()) log.add(r);  // windowed: the frames whose timings completed
-      history.push(std::move(r));
-    }
+    // Windowed runs with --timings log the frames whose timings completed.
+    recorder.end_frame(frame, window.headless(), timer, raster_timer, history, options.timings.empty() ? nullptr : &log);
     if (!stats.valid || (!window.headless() && frame - stats.frame >= 120)) {
       stats.stats = structure.builder().statistics();  // synchronises
       stats.frame = frame;

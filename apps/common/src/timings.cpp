@@ -1,5 +1,7 @@
 #include <canopy/app/timings.hpp>
 
+#include <canopy/app/gl.hpp>
+
 #include <canopy/core/error.hpp>
 
 #include <imgui.h>
@@ -186,6 +188,20 @@ void draw_timing_panel(const timing_history& history, const std::vector<std::pai
   ImGui::PlotLines("##plot", v.data(), int(v.size()), 0, overlay, 0.0f, hi * 1.15f + 1e-3f,
                    ImVec2(340, 90));
   ImGui::End();
+}
+
+void frame_recorder::end_frame(std::uint64_t frame, bool wait, stage_timer& timer, gpu_timer& raster,
+                               timing_history& history, timing_log* log) {
+  const frame_timings* done = wait ? &timer.wait_latest() : timer.latest();
+  const double raster_ms = wait ? raster.wait_ms() : raster.latest_ms();
+  wall_ms_[frame % wall_ms_.size()] =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+  if (!done || done->frame == last_recorded_) return;
+  frame_record r = make_record(*done, wall_ms_[done->frame % wall_ms_.size()]);
+  if (raster_ms >= 0) r.stages.emplace_back("raster (GL)", raster_ms);
+  last_recorded_ = done->frame;
+  if (log) log->add(r);
+  history.push(std::move(r));
 }
 
 }  // namespace canopy::app

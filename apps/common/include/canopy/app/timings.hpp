@@ -10,6 +10,8 @@
 
 #include <canopy/core/timer.hpp>
 
+#include <array>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -17,6 +19,8 @@
 #include <vector>
 
 namespace canopy::app {
+
+class gpu_timer;
 
 //! One frame's times, in milliseconds.
 struct frame_record {
@@ -68,6 +72,25 @@ class timing_log {
  private:
   std::vector<frame_record> records_;
   std::vector<std::pair<std::string, std::string>> info_;
+};
+
+//! Turns each frame's times into a frame_record: call begin_frame() at the top of the frame loop and
+//! end_frame() after present(). Interactive runs take what has completed (never waiting), so a
+//! record lags its frame by the frames in flight; headless runs wait, so that every frame is
+//! recorded. A frame's host wall time (headless: including that wait) is kept until its
+//! stage_timer results arrive, which must be within 16 frames.
+class frame_recorder {
+ public:
+  void begin_frame() { start_ = std::chrono::steady_clock::now(); }
+  //! Records the newest completed frame, if not recorded yet, into `history` and, when `log` is
+  //! given, into the log. `raster` adds a "raster (GL)" stage once its measurement completed.
+  void end_frame(std::uint64_t frame, bool wait, stage_timer& timer, gpu_timer& raster, timing_history& history,
+                 timing_log* log);
+
+ private:
+  std::chrono::steady_clock::time_point start_{};
+  std::array<double, 16> wall_ms_{};
+  std::uint64_t last_recorded_ = ~std::uint64_t(0);
 };
 
 //! ImGui panel: FPS, frame ms, a table of stages (latest and mean ms) and a rolling plot of the
