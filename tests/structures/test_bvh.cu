@@ -82,17 +82,8 @@ std::vector<ray> random_rays(std::size_t n, std::uint32_t seed, float scale = 1.
 }
 
 hit brute_closest(const mesh& m, const ray& r) {
-  hit best = miss_hit();
-  const span<const vec3> v = host_span(m.vertices.data(), m.vertices.size());
-  const span<const std::uint32_t> idx = host_span(m.indices.data(), m.indices.size());
-  for (std::uint32_t t = 0; t < m.triangle_count(); ++t) {
-    vec3 a, b, c;
-    float th, uu, vv;
-    if (fetch_triangle(v, idx, t, a, b, c) && intersect_triangle(r, a, b, c, r.tmax, th, uu, vv) &&
-        (th < best.t || (th == best.t && t < best.primitive)))
-      best = hit{th, t, uu, vv};
-  }
-  return best;
+  return closest_hit_brute_force(host_span(m.vertices.data(), m.vertices.size()),
+                                 host_span(m.indices.data(), m.indices.size()), r);
 }
 
 struct host_tree {

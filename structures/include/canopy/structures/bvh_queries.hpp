@@ -81,6 +81,22 @@ CANOPY_HD inline bool fetch_triangle(span<const vec3> vertices, span<const std::
   return true;
 }
 
+//! Closest hit of r over every triangle, with no tree: the oracle that tests and benchmarks compare
+//! traversal with. Same intersection test and tie rule (smaller t, then smaller primitive id) as
+//! bvh_trace_closest, so the two agree exactly. O(triangles) per ray.
+CANOPY_HD inline hit closest_hit_brute_force(span<const vec3> vertices, span<const std::uint32_t> indices, const ray& r) {
+  hit best = miss_hit();
+  const std::uint32_t triangles = std::uint32_t(indices.size() / 3);
+  for (std::uint32_t prim = 0; prim < triangles; ++prim) {
+    vec3 a, b, c;
+    float t, u, v;
+    if (fetch_triangle(vertices, indices, prim, a, b, c) && intersect_triangle(r, a, b, c, r.tmax, t, u, v) &&
+        (t < best.t || (t == best.t && prim < best.primitive)))
+      best = hit{t, prim, u, v};
+  }
+  return best;
+}
+
 //! Closest hit of r among the triangles (vertices, indices: 3 per triangle) the tree was built over.
 CANOPY_HD inline hit bvh_trace_closest(const bvh_view& bvh, span<const vec3> vertices,
                                        span<const std::uint32_t> indices, const ray& r) {
