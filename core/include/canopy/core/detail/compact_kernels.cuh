@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
       }
     } else {
       if (lane == 0) status.publish(tile, tile_aggregate, total);
-      const count_t prefix = warp_look_back<count_t>(status, tile, add64);
+      const count_t prefix = warp_look_back<count_t, Shape::lookback_per_lane, Shape::max_backoff_ns>(status, tile, add64);
       if (lane == 0) {
         status.publish(tile, tile_inclusive, prefix + total);
         s_prefix = prefix;

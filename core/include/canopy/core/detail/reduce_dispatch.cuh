@@ -15,9 +15,8 @@
 namespace canopy {
 namespace detail {
 
-template <class T, class Op>
+template <class T, class Op, int block = tuning::reduce_block_threads, int unroll = tuning::reduce_vectors_per_thread>
 void launch_reduce(context& ctx, const T* in, std::size_t n, T* out, std::size_t blocks, T identity, Op op) {
-  constexpr int block = tuning::reduce_block_threads, unroll = tuning::reduce_vectors_per_thread;
   constexpr std::size_t row_items = 32 * tuning::vector_elements<T>();
   const std::size_t rows = (n + row_items - 1) / row_items;
   const std::size_t warps = blocks * (block / 32);
@@ -29,23 +28,28 @@ void launch_reduce(context& ctx, const T* in, std::size_t n, T* out, std::size_t
   CANOPY_CUDA_CHECK_LAUNCH("canopy::reduce_kernel");
 }
 
-template <class T, class Op>
-void cuda_reduce(context& ctx, const T* in, std::size_t n, T* result, T identity, Op op) {
-  constexpr std::size_t block_items =
-      std::size_t(tuning::reduce_block_threads) * tuning::reduce_vectors_per_thread * tuning::vector_elements<T>();
+//! The reduction with an explicit block size and rows in flight per thread (bench/tuning sweeps
+//! these; cuda_reduce uses the tuning.hpp defaults).
+template <class T, class Op, int Block, int Unroll>
+void cuda_reduce_shaped(context& ctx, const T* in, std::size_t n, T* result, T identity, Op op) {
+  constexpr std::size_t block_items = std::size_t(Block) * Unroll * tuning::vector_elements<T>();
   // One wave of resident blocks: a second partial wave would leave most SMs idle at the end.
-  const std::size_t max_blocks =
-      resident_blocks<reduce_kernel<T, Op, tuning::reduce_block_threads, tuning::reduce_vectors_per_thread>>(
-          ctx, tuning::reduce_block_threads);
+  const std::size_t max_blocks = resident_blocks<reduce_kernel<T, Op, Block, Unroll>>(ctx, Block);
   // At least a few rows per warp so that each warp has loads to overlap.
   const std::size_t blocks = std::min(max_blocks, (n + 4 * block_items - 1) / (4 * block_items));
   if (blocks <= 1) {
-    launch_reduce(ctx, in, n, result, 1, identity, op);
+    launch_reduce<T, Op, Block, Unroll>(ctx, in, n, result, 1, identity, op);
     return;
   }
   buffer<T> partial(ctx, blocks);
-  launch_reduce(ctx, in, n, partial.data(), blocks, identity, op);
-  launch_reduce(ctx, static_cast<const T*>(partial.data()), blocks, result, 1, identity, op);
+  launch_reduce<T, Op, Block, Unroll>(ctx, in, n, partial.data(), blocks, identity, op);
+  launch_reduce<T, Op, Block, Unroll>(ctx, static_cast<const T*>(partial.data()), blocks, result, 1, identity, op);
+}
+
+template <class T, class Op>
+void cuda_reduce(context& ctx, const T* in, std::size_t n, T* result, T identity, Op op) {
+  cuda_reduce_shaped<T, Op, tuning::reduce_block_threads, tuning::reduce_vectors_per_thread>(ctx, in, n, result,
+                                                                                            identity, op);
 }
 
 }  // namespace detail

@@ -265,7 +265,7 @@ __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
       if (lane == 0) status.publish(0, tile_inclusive, block_total);
     } else {
       if (lane == 0) status.publish(tile, tile_aggregate, block_total);
-      const Acc prefix = warp_look_back<Acc>(status, tile, op);
+      const Acc prefix = warp_look_back<Acc, Shape::lookback_per_lane, Shape::max_backoff_ns>(status, tile, op);
       if (lane == 0) {
         status.publish(tile, tile_inclusive, op(prefix, block_total));
         *s_prefix = prefix;

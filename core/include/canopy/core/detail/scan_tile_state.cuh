@@ -207,36 +207,62 @@ __device__ __forceinline__ tile_status<Acc> make_tile_status(void* storage, std:
 }
 
 //! Called by one whole warp for tile `tile` > 0 after the tile published its aggregate: returns the
-//! combination of all earlier tiles (in every lane). Reads 32 predecessors per step; stops at the
-//! nearest inclusive prefix. Tile 0 always publishes an inclusive prefix, so the walk ends.
-template <class Acc, class Op, class Status>
+//! combination of all earlier tiles (in every lane). Each step reads a window of 32 x PerLane
+//! predecessors in one round trip (lane l holds tiles pred - l*PerLane - k, k < PerLane, so lower
+//! lanes and lower k are later tiles) and stops at the nearest inclusive prefix. Tile 0 always
+//! publishes an inclusive prefix, so the walk ends.
+//! Why PerLane > 1: the distance back to the nearest inclusive prefix grows with the number of tiles
+//! in flight (hundreds on a large GPU); each window costs an L2 round trip, and a longer look-back
+//! keeps more tiles in flight, which lengthens the distance again. Wider windows break that loop.
+template <class Acc, int PerLane = 1, unsigned MaxBackoff = 256, class Op, class Status>
 __device__ Acc warp_look_back(const Status& status, std::size_t tile, const Op& op) {
+  static_assert(PerLane >= 1 && PerLane <= 8, "1..8 descriptors per lane");
   const unsigned lane = lane_id();
   Acc prefix{};
   bool has_prefix = false;
   long long pred = static_cast<long long>(tile) - 1;
   unsigned backoff = 8;
   while (true) {
-    const long long idx = pred - lane;  // lane 0: nearest predecessor
-    Acc v{};
-    unsigned s;
+    Acc v[PerLane];
+    unsigned first_inclusive;  // k of this lane's nearest inclusive descriptor, PerLane if none
     unsigned inclusive_mask, limit_mask;
     while (true) {
-      s = idx >= 0 ? status.read(std::size_t(idx), v) : tile_inclusive;  // lanes before tile 0 never count
-      inclusive_mask = __ballot_sync(0xffffffffu, s == tile_inclusive);
-      const unsigned invalid_mask = __ballot_sync(0xffffffffu, s == tile_invalid);
+      unsigned s[PerLane];
+#pragma unroll
+      for (int k = 0; k < PerLane; ++k) {
+        const long long idx = pred - static_cast<long long>(lane) * PerLane - k;
+        v[k] = Acc{};
+        s[k] = idx >= 0 ? status.read(std::size_t(idx), v[k]) : tile_inclusive;  // before tile 0: never counts
+      }
+      first_inclusive = PerLane;
+      bool invalid = false;  // an invalid descriptor at or before this lane's nearest inclusive one
+#pragma unroll
+      for (int k = PerLane - 1; k >= 0; --k)
+        if (s[k] == tile_inclusive) first_inclusive = unsigned(k);
+#pragma unroll
+      for (int k = 0; k < PerLane; ++k)
+        if (unsigned(k) <= first_inclusive && s[k] == tile_invalid) invalid = true;
+      inclusive_mask = __ballot_sync(0xffffffffu, first_inclusive < unsigned(PerLane));
+      const unsigned invalid_mask = __ballot_sync(0xffffffffu, invalid);
       // Lanes up to and including the nearest inclusive one matter.
       limit_mask = inclusive_mask ? ((inclusive_mask & (0u - inclusive_mask)) << 1) - 1u : 0xffffffffu;
       if ((invalid_mask & limit_mask) == 0) break;
-      __nanosleep(backoff);
-      backoff = backoff < 256 ? backoff * 2 : backoff;
+      if constexpr (MaxBackoff > 0) {
+        __nanosleep(backoff);
+        backoff = backoff < MaxBackoff ? backoff * 2 : backoff;
+      }
     }
+    // This lane's descriptors, earliest first, down to its nearest inclusive one.
+    Acc lane_value = v[0];
+#pragma unroll
+    for (int k = 1; k < PerLane; ++k)
+      if (unsigned(k) <= first_inclusive) lane_value = op(v[k], lane_value);
     const unsigned last = inclusive_mask ? unsigned(__ffs(inclusive_mask) - 1) : 31u;
-    const Acc window = shfl_idx(warp_reduce_reversed(v, last, op), 0);
+    const Acc window = shfl_idx(warp_reduce_reversed(lane_value, last, op), 0);
     prefix = has_prefix ? op(window, prefix) : window;
     has_prefix = true;
     if (inclusive_mask) return prefix;
-    pred -= 32;
+    pred -= 32 * PerLane;
   }
 }
 

@@ -25,8 +25,12 @@ constexpr int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? 
 //! Budget: `bytes_per_thread` of input values per thread (64 bytes: 16 x int32, 8 x int64), capped
 //! so that the accumulators (ROWS x VEC x sizeof(Acc)) stay within ~128 bytes = 32 registers.
 template <class T, class Acc, int BytesPerThread, int BlockThreads, int MinBlocks = 1, bool Streaming = false,
-          bool Speculative = false>
+          bool Speculative = false, int LookBackPerLane = 1, unsigned MaxBackoffNs = 256>
 struct scan_shape {
+  //! Look-back window: 32 x lookback_per_lane predecessor descriptors read per round trip.
+  static constexpr int lookback_per_lane = LookBackPerLane;
+  //! Cap of the look-back's doubling __nanosleep back-off (0: spin without sleeping).
+  static constexpr unsigned max_backoff_ns = MaxBackoffNs;
   static constexpr int block_threads = BlockThreads;
   //! Load tile blockIdx.x while the tile-id atomic is in flight (reloading on a wrong guess).
   static constexpr bool speculative = Speculative;

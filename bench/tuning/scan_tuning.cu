@@ -1,0 +1,308 @@
+// canopy-scan-tuning — sweeps launch shapes of the single-pass scan and select kernels against CUB
+// on the same buffers, in one process: the measurements behind core/detail/tuning.hpp's defaults
+// (docs/performance/scan.md). CUDA only; every variant's output is compared with CUB's, and a
+// mismatch makes the exit status 1.
+//
+//   canopy-scan-tuning [--sizes 26,28] [--runs 20] [--filter scan_i32,scan_i64,select,reduce]
+#include <canopy/core/buffer.hpp>
+#include <canopy/core/compact.hpp>
+#include <canopy/core/context.hpp>
+#include <canopy/core/detail/compact_dispatch.cuh>
+#include <canopy/core/detail/reduce_dispatch.cuh>
+#include <canopy/core/detail/scan_dispatch.cuh>
+#include <canopy/core/reduce.hpp>
+#include <canopy/core/scan.hpp>
+
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+using canopy::detail::tuning::scan_shape;
+
+int g_runs = 20;
+bool g_failed = false;
+
+template <class F>
+double median_ms(canopy::context& ctx, F&& f) {
+  cudaEvent_t a, b;
+  CANOPY_CUDA_CHECK(cudaEventCreate(&a));
+  CANOPY_CUDA_CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) f();  // warm-up: pool growth, module load
+  std::vector<float> t;
+  for (int i = 0; i < g_runs; ++i) {
+    CANOPY_CUDA_CHECK(cudaEventRecord(a, ctx.stream()));
+    f();
+    CANOPY_CUDA_CHECK(cudaEventRecord(b, ctx.stream()));
+    CANOPY_CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CANOPY_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  CANOPY_CUDA_CHECK(cudaEventDestroy(a));
+  CANOPY_CUDA_CHECK(cudaEventDestroy(b));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+void report(const char* family, const char* label, int lg, int threads, int items, double ms, double bytes,
+            double cub_ms, double copy_ms, bool agree) {
+  std::printf("%-10s n=2^%-2d %-38s thr=%3d items=%2d %8.4f ms %7.1f GB/s %5.1f%% copy  CUB/canopy %.3f %s\n",
+              family, lg, label, threads, items, ms, bytes / (ms * 1e6), 100.0 * copy_ms / ms, cub_ms / ms,
+              agree ? "ok" : "MISMATCH");
+  if (!agree) g_failed = true;
+}
+
+// ---- scans --------------------------------------------------------------------------------------
+
+template <class T, bool Exclusive>
+struct scan_case {
+  canopy::context& ctx;
+  int lg;
+  canopy::buffer<T>& in;
+  canopy::buffer<T>& out;
+  std::vector<T> ref;
+  double cub_ms, copy_ms;
+
+  template <class Shape>
+  void run(const char* label) {
+    const std::size_t n = in.size();
+    const T zero = 0;
+    out.fill_bytes(0);
+    const double ms = median_ms(ctx, [&] {
+      canopy::detail::launch_single_pass_scan<T, canopy::plus<T>, canopy::detail::scan_plain, Shape>(
+          ctx, in.data(), out.data(), n, nullptr, 0, Exclusive ? &zero : nullptr, canopy::plus<T>{});
+    });
+    report(Exclusive ? "scan_excl" : "scan_incl", label, lg, Shape::block_threads, Shape::items, ms,
+           2.0 * n * sizeof(T), cub_ms, copy_ms, out.to_host() == ref);
+  }
+};
+
+template <class T, bool Exclusive>
+scan_case<T, Exclusive> make_scan_case(canopy::context& ctx, int lg, canopy::buffer<T>& in, canopy::buffer<T>& out) {
+  const std::size_t n = in.size();
+  canopy::buffer<T> ref(ctx, n);
+  std::size_t bytes = 0;
+  if constexpr (Exclusive)
+    CANOPY_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in.data(), ref.data(), std::int64_t(n), ctx.stream()));
+  else
+    CANOPY_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, in.data(), ref.data(), std::int64_t(n), ctx.stream()));
+  canopy::buffer<unsigned char> temp(ctx, bytes);
+  const double cub_ms = median_ms(ctx, [&] {
+    if constexpr (Exclusive)
+      CANOPY_CUDA_CHECK(
+          cub::DeviceScan::ExclusiveSum(temp.data(), bytes, in.data(), ref.data(), std::int64_t(n), ctx.stream()));
+    else
+      CANOPY_CUDA_CHECK(
+          cub::DeviceScan::InclusiveSum(temp.data(), bytes, in.data(), ref.data(), std::int64_t(n), ctx.stream()));
+  });
+  const double copy_ms = median_ms(ctx, [&] {
+    CANOPY_CUDA_CHECK(cudaMemcpyAsync(out.data(), in.data(), n * sizeof(T), cudaMemcpyDeviceToDevice, ctx.stream()));
+  });
+  std::printf("%s n=2^%d T=%zu B: copy %.4f ms (%.1f GB/s), CUB %.4f ms (%.1f GB/s, %.1f%% copy)\n",
+              Exclusive ? "scan_excl" : "scan_incl", lg, sizeof(T), copy_ms, 2.0 * n * sizeof(T) / (copy_ms * 1e6),
+              cub_ms, 2.0 * n * sizeof(T) / (cub_ms * 1e6), 100.0 * copy_ms / cub_ms);
+  return scan_case<T, Exclusive>{ctx, lg, in, out, ref.to_host(), cub_ms, copy_ms};
+}
+
+template <class T>
+std::vector<T> scan_input(std::size_t n, int shift, T offset) {
+  std::vector<T> h(n);
+  for (std::size_t i = 0; i < n; ++i) h[i] = T((i * 2654435761u) >> shift) - offset;  // never all zeros
+  return h;
+}
+
+// Earlier sweeps (docs/performance/scan.md): wider look-back windows (64-256 descriptors per
+// round trip) and shorter back-off caps were slower; occupancy (resident warps) mattered most.
+void sweep_scan_i32(canopy::context& ctx, int lg) {
+  using T = std::int32_t;
+  const std::size_t n = std::size_t(1) << lg;
+  canopy::buffer<T> in(ctx, n), out(ctx, n);
+  in.assign(scan_input<T>(n, 28, 7));
+  auto c = make_scan_case<T, false>(ctx, lg, in, out);
+  c.run<canopy::detail::tuning::plain_scan_shape<T>>("default (plain_scan_shape)");
+  c.run<scan_shape<T, T, 128, 256, 1, true, true, 2>>("128B x256 spec+stream, lookback 64");
+  c.run<scan_shape<T, T, 128, 256, 4, true, true>>("128B x256 spec+stream, minblocks 4");
+  c.run<scan_shape<T, T, 96, 256, 4, true, true>>("96B x256 spec+stream, minblocks 4");
+  c.run<scan_shape<T, T, 64, 256, 6, true, true>>("64B x256 spec+stream, minblocks 6");
+  c.run<scan_shape<T, T, 64, 512, 3, true, true>>("64B x512 spec+stream, minblocks 3");
+  c.run<scan_shape<T, T, 128, 128, 8, true, true>>("128B x128 spec+stream, minblocks 8");
+  c.run<scan_shape<T, T, 128, 512, 2, true, true>>("128B x512 spec+stream, minblocks 2");
+  c.run<scan_shape<T, T, 128, 256, 1, true, true, 1, 64>>("128B x256 spec+stream, backoff cap 64");
+  c.run<scan_shape<T, T, 128, 256, 1, true, true, 1, 1024>>("128B x256 spec+stream, backoff cap 1024");
+}
+
+void sweep_scan_i64(canopy::context& ctx, int lg) {
+  using T = std::int64_t;
+  const std::size_t n = std::size_t(1) << lg;
+  canopy::buffer<T> in(ctx, n), out(ctx, n);
+  in.assign(scan_input<T>(n, 20, 77));
+  auto c = make_scan_case<T, true>(ctx, lg, in, out);
+  c.run<canopy::detail::tuning::plain_scan_shape<T>>("default (plain_scan_shape)");
+  c.run<scan_shape<T, T, 128, 128, 6, true, false>>("128B x128 stream, minblocks 6");
+  c.run<scan_shape<T, T, 128, 128, 8, true, false>>("128B x128 stream, minblocks 8");
+  c.run<scan_shape<T, T, 128, 256, 3, true, false>>("128B x256 stream, minblocks 3");
+  c.run<scan_shape<T, T, 64, 256, 4, true, false>>("64B x256 stream, minblocks 4");
+  c.run<scan_shape<T, T, 96, 128, 6, true, false>>("96B x128 stream, minblocks 6");
+  c.run<scan_shape<T, T, 128, 128, 6, true, true>>("128B x128 spec+stream, minblocks 6");
+}
+
+// ---- select -------------------------------------------------------------------------------------
+
+struct keep_below {
+  std::uint32_t threshold;
+  __host__ __device__ bool operator()(const std::uint32_t& x) const { return x < threshold; }
+  // The kernel-level selector also receives the element's index.
+  __host__ __device__ bool operator()(std::size_t, const std::uint32_t& x) const { return x < threshold; }
+};
+
+void sweep_select(canopy::context& ctx, int lg) {
+  using T = std::uint32_t;
+  const std::size_t n = std::size_t(1) << lg;
+  canopy::buffer<T> in(ctx, n), out(ctx, n), ref(ctx, n);
+  canopy::buffer<std::size_t> count(ctx, 1), ref_count(ctx, 1);
+  std::vector<T> h(n);
+  std::uint64_t s = 88172645463325252ull;
+  for (auto& v : h) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    v = T(s >> 32);
+  }
+  in.assign(h);
+  const keep_below pred{0x80000000u};
+  std::size_t bytes = 0;
+  CANOPY_CUDA_CHECK(cub::DeviceSelect::If(nullptr, bytes, in.data(), ref.data(), ref_count.data(), std::int64_t(n),
+                                          pred, ctx.stream()));
+  canopy::buffer<unsigned char> temp(ctx, bytes);
+  const double cub_ms = median_ms(ctx, [&] {
+    CANOPY_CUDA_CHECK(cub::DeviceSelect::If(temp.data(), bytes, in.data(), ref.data(), ref_count.data(),
+                                            std::int64_t(n), pred, ctx.stream()));
+  });
+  const double copy_ms = median_ms(ctx, [&] {
+    CANOPY_CUDA_CHECK(cudaMemcpyAsync(out.data(), in.data(), n * sizeof(T), cudaMemcpyDeviceToDevice, ctx.stream()));
+  });
+  const std::size_t kept = ref_count.to_host()[0];
+  std::vector<T> expect = ref.to_host();
+  expect.resize(kept);
+  const double moved = double(n) * sizeof(T) + double(kept) * sizeof(T);
+  std::printf("select_50 n=2^%d: copy %.4f ms, CUB %.4f ms (%.1f GB/s in + out)\n", lg, copy_ms, cub_ms,
+              moved / (cub_ms * 1e6));
+  auto run = [&](auto shape_tag, const char* label) {
+    using Shape = decltype(shape_tag);
+    out.fill_bytes(0);
+    const double ms = median_ms(ctx, [&] {
+      canopy::detail::launch_select<T, keep_below, Shape>(ctx, in.data(), n, out.data(), count.data(), pred, false);
+    });
+    std::vector<T> got = out.to_host();
+    got.resize(std::min(kept, got.size()));
+    report("select_50", label, lg, Shape::block_threads, Shape::items, ms, moved, cub_ms, copy_ms,
+           count.to_host()[0] == kept && got == expect);
+  };
+  run(canopy::detail::tuning::default_scan_shape<T, unsigned>{}, "default (default_scan_shape)");
+  run(scan_shape<T, unsigned, 128, 256, 4>{}, "128B x256 minblocks 4");
+  run(scan_shape<T, unsigned, 96, 256, 4>{}, "96B x256 minblocks 4");
+  run(scan_shape<T, unsigned, 128, 256, 3>{}, "128B x256 minblocks 3");
+  run(scan_shape<T, unsigned, 64, 512, 3>{}, "64B x512 minblocks 3");
+}
+
+// ---- reduce -------------------------------------------------------------------------------------
+
+void sweep_reduce(canopy::context& ctx, int lg) {
+  using T = std::int32_t;
+  const std::size_t n = std::size_t(1) << lg;
+  canopy::buffer<T> in(ctx, n), result(ctx, 1), ref(ctx, 1);
+  in.assign(scan_input<T>(n, 27, 5));
+  std::size_t bytes = 0;
+  CANOPY_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes, in.data(), ref.data(), std::int64_t(n), ctx.stream()));
+  canopy::buffer<unsigned char> temp(ctx, bytes);
+  const double cub_ms = median_ms(ctx, [&] {
+    CANOPY_CUDA_CHECK(cub::DeviceReduce::Sum(temp.data(), bytes, in.data(), ref.data(), std::int64_t(n), ctx.stream()));
+  });
+  canopy::buffer<T> copy(ctx, n);
+  const double copy_ms = median_ms(ctx, [&] {
+    CANOPY_CUDA_CHECK(cudaMemcpyAsync(copy.data(), in.data(), n * sizeof(T), cudaMemcpyDeviceToDevice, ctx.stream()));
+  });
+  const T expect = ref.to_host()[0];
+  std::printf("reduce n=2^%d: copy %.4f ms, CUB %.4f ms (%.1f GB/s read)\n", lg, copy_ms, cub_ms,
+              double(n) * sizeof(T) / (cub_ms * 1e6));
+  const auto check = [&](const char* label, auto&& f) {
+    result.fill_bytes(0);
+    const double ms = median_ms(ctx, f);
+    // copy_ms moves 2n x 4 bytes, reduce reads n x 4: % of copy is against half the copy time.
+    report("reduce", label, lg, canopy::detail::tuning::reduce_block_threads,
+           0, ms, double(n) * sizeof(T), cub_ms, copy_ms / 2,
+           result.to_host()[0] == expect);
+  };
+  check("default (canopy::reduce)", [&] {
+    canopy::reduce(ctx, canopy::span<const T>(in.view()), result.view(), T(0), canopy::plus<T>{});
+  });
+  using canopy::plus;
+  check("256 thr, 8 vectors in flight", [&] {
+    canopy::detail::cuda_reduce_shaped<T, plus<T>, 256, 8>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
+  });
+  check("512 thr, 4 vectors in flight", [&] {
+    canopy::detail::cuda_reduce_shaped<T, plus<T>, 512, 4>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
+  });
+  check("128 thr, 4 vectors in flight", [&] {
+    canopy::detail::cuda_reduce_shaped<T, plus<T>, 128, 4>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
+  });
+  check("256 thr, 2 vectors in flight", [&] {
+    canopy::detail::cuda_reduce_shaped<T, plus<T>, 256, 2>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
+  });
+}
+
+std::vector<int> parse_sizes(const char* s) {
+  std::vector<int> out;
+  std::string t(s);
+  std::size_t p = 0;
+  while (p < t.size()) {
+    const std::size_t q = t.find(',', p);
+    out.push_back(std::atoi(t.substr(p, q - p).c_str()));
+    if (q == std::string::npos) break;
+    p = q + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> sizes{26, 28};
+  std::string filter = "scan_i32,scan_i64,select,reduce";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--sizes" && i + 1 < argc) sizes = parse_sizes(argv[++i]);
+    else if (a == "--runs" && i + 1 < argc) g_runs = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: canopy-scan-tuning [--sizes 26,28] [--runs 20] [--filter scan_i32,scan_i64,select,reduce]\n");
+      return 2;
+    }
+  }
+  try {
+    canopy::context ctx(canopy::backend_request::cuda);
+    std::printf("%s\n", ctx.description().c_str());
+    for (int lg : sizes) {
+      if (lg < 1 || lg > 30) {
+        std::fprintf(stderr, "canopy-scan-tuning: size 2^%d out of range 1..30\n", lg);
+        return 2;
+      }
+      if (filter.find("scan_i32") != std::string::npos) sweep_scan_i32(ctx, lg);
+      if (filter.find("scan_i64") != std::string::npos) sweep_scan_i64(ctx, lg);
+      if (filter.find("select") != std::string::npos) sweep_select(ctx, lg);
+      if (filter.find("reduce") != std::string::npos) sweep_reduce(ctx, lg);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "canopy-scan-tuning: %s\n", e.what());
+    return 1;
+  }
+  if (g_failed) std::fprintf(stderr, "canopy-scan-tuning: a variant's output differed from CUB's\n");
+  return g_failed ? 1 : 0;
+}
