@@ -13,6 +13,7 @@
 #include <canopy/core/detail/split_host.cuh>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 namespace canopy::detail {
@@ -42,15 +43,21 @@ inline void check_bit_range(int begin_bit, int end_bit, int key_bits, const char
 }
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
+//! Default tile shape (items per thread, register hint in blocks per SM) per record width.
 template <class K, class V>
-void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) {
+struct onesweep_default {
+  static constexpr bool four_byte = sizeof(K) == 4 && (std::is_same_v<V, no_value> || sizeof(V) == 4);
+  static constexpr int items = four_byte ? (std::is_same_v<V, no_value> ? 20 : 18) : 16;
+  static constexpr int min_blocks = four_byte ? 3 : 2;
+};
+
+template <class K, class V, int Items, int MinBlocks>
+void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   namespace os = onesweep;
-  using T = os::tuning<K, V>;
-  require(job.n <= os::max_elements, function, "keys",
-          "the CUDA backend sorts fewer than 2^30 elements per call, got " + std::to_string(job.n));
+  using S = os::shape<K, V, Items, MinBlocks>;
   const int passes = lsd_passes(job.begin_bit, job.end_bit);
   const std::uint32_t n = std::uint32_t(job.n);
-  const std::size_t tiles = (job.n + T::tile - 1) / T::tile;
+  const std::size_t tiles = (job.n + S::tile - 1) / S::tile;
   // Layout: hist/offsets [passes][256], tile counters [passes] (padded to 32), look-back
   // [passes][tiles][256]; one memset clears all of it.
   const std::size_t hist_words = std::size_t(passes) * os::radix;
@@ -70,6 +77,9 @@ void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) 
   os::digit_offsets_kernel<<<passes, 256, 0, ctx.stream()>>>(hist);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::digit_offsets_kernel");
 
+  auto* kernel = os::onesweep_pass_kernel<K, V, Items, MinBlocks>;
+  // Tiles above 48 KiB of shared memory need the opt-in limit (a host-side attribute, no sync).
+  CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::smem_bytes)));
   for (int p = 0; p < passes; ++p) {
     const int shift = job.begin_bit + 8 * p;
     const int bits = std::min(8, job.end_bit - shift);
@@ -91,9 +101,41 @@ void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) 
     a.digit_offsets = hist + std::size_t(p) * os::radix;
     a.lookback = lookback + std::size_t(p) * tiles * os::radix;
     a.tile_counter = counters + p;
-    os::onesweep_pass_kernel<K, V><<<unsigned(tiles), T::threads, 0, ctx.stream()>>>(a);
+    kernel<<<unsigned(tiles), S::threads, S::smem_bytes, ctx.stream()>>>(a);
     CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::onesweep_pass_kernel");
   }
+}
+
+template <class K, class V>
+void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) {
+  require(job.n <= onesweep::max_elements, function, "keys",
+          "the CUDA backend sorts fewer than 2^30 elements per call, got " + std::to_string(job.n));
+  using D = onesweep_default<K, V>;
+#ifdef CANOPY_RADIX_EXPERIMENT
+  // Measurement only (radix_sort.cu): CANOPY_RADIX_CFG picks another tile shape.
+  static const int cfg = [] {
+    const char* e = std::getenv("CANOPY_RADIX_CFG");
+    return e ? std::atoi(e) : 0;
+  }();
+  if constexpr (D::four_byte && std::is_same_v<V, no_value>) {
+    if (cfg == 1) return lsd_run_cuda_shaped<K, V, 18, 3>(ctx, job);
+    if (cfg == 2) return lsd_run_cuda_shaped<K, V, 16, 3>(ctx, job);
+    if (cfg == 3) return lsd_run_cuda_shaped<K, V, 24, 2>(ctx, job);
+  } else if constexpr (D::four_byte) {
+    if (cfg == 1) return lsd_run_cuda_shaped<K, V, 16, 3>(ctx, job);
+    if (cfg == 2) return lsd_run_cuda_shaped<K, V, 20, 2>(ctx, job);
+    if (cfg == 3) return lsd_run_cuda_shaped<K, V, 24, 2>(ctx, job);
+  } else if constexpr (std::is_same_v<V, no_value>) {
+    if (cfg == 1) return lsd_run_cuda_shaped<K, V, 20, 2>(ctx, job);
+    if (cfg == 2) return lsd_run_cuda_shaped<K, V, 14, 3>(ctx, job);
+    if (cfg == 3) return lsd_run_cuda_shaped<K, V, 18, 2>(ctx, job);
+  } else if constexpr (sizeof(K) == 8 && sizeof(V) == 4) {
+    if (cfg == 1) return lsd_run_cuda_shaped<K, V, 18, 2>(ctx, job);
+    if (cfg == 2) return lsd_run_cuda_shaped<K, V, 12, 3>(ctx, job);
+    if (cfg == 3) return lsd_run_cuda_shaped<K, V, 14, 2>(ctx, job);
+  }
+#endif
+  lsd_run_cuda_shaped<K, V, D::items, D::min_blocks>(ctx, job);
 }
 #endif
 

@@ -36,25 +36,22 @@ constexpr std::uint32_t flag_inclusive = 2u << 30;
 constexpr std::uint32_t value_mask = (1u << 30) - 1;
 constexpr std::uint32_t max_elements = value_mask;  // counts must fit the 30-bit field
 
-//! Tile shape: 384 threads (2 blocks per SM at <= 85 registers) x items per thread. 4-byte records:
-//! 20 items (7680 keys, 30 KiB exchange buffer); 8-byte keys or values: 12 items (36 KiB), both
-//! under the 48 KiB static shared-memory limit. Measured on an H200 at 2^26 (docs/performance/
-//! sort.md): 20 items beat 16 for 4-byte records by 5%, 12 beat 10 for 8-byte ones by 8%.
-//! The macros exist to repeat such measurements.
-#ifndef CANOPY_ONESWEEP_ITEMS_4
-#define CANOPY_ONESWEEP_ITEMS_4 20
-#endif
-#ifndef CANOPY_ONESWEEP_ITEMS_8
-#define CANOPY_ONESWEEP_ITEMS_8 12
-#endif
-template <class K, class V>
-struct tuning {
+//! Tile shape: 384 threads x `items` per thread; shared memory is dynamic (per-warp digit
+//! counters, the key exchange buffer and, for pairs, the value exchange buffer, side by side), so
+//! tiles are not capped by the 48 KiB static limit. `min_blocks` is the register hint of
+//! __launch_bounds__.
+template <class K, class V, int Items, int MinBlocks>
+struct shape {
+  static constexpr bool has_values = !std::is_same_v<V, no_value>;
   static constexpr int threads = 384;
-  static constexpr int items = (sizeof(K) == 4 && (std::is_same_v<V, no_value> || sizeof(V) == 4))
-                                   ? CANOPY_ONESWEEP_ITEMS_4
-                                   : CANOPY_ONESWEEP_ITEMS_8;
+  static constexpr int items = Items;
+  static constexpr int min_blocks = MinBlocks;
   static constexpr int tile = threads * items;
   static constexpr int warps = threads / 32;
+  static constexpr std::size_t counter_bytes = std::size_t(warps) * radix * 4;
+  static constexpr std::size_t key_bytes = std::size_t(tile) * sizeof(K);
+  static constexpr std::size_t value_bytes = has_values ? std::size_t(tile) * sizeof(V) : 0;
+  static constexpr std::size_t smem_bytes = counter_bytes + key_bytes + value_bytes;
 };
 
 template <class K, class V>
@@ -81,83 +78,103 @@ __device__ __forceinline__ void store_relaxed(std::uint32_t* p, std::uint32_t v)
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-//! Lanes of the warp whose digit equals d (d in [0, 256], 256 = no record). Eight ballots, one
-//! per digit bit, are cheaper than __match_any_sync on sm_70..sm_90; a ninth on the "no record"
-//! bit is needed only in the last, partial tile.
-__device__ __forceinline__ std::uint32_t match_digit(std::uint32_t d, bool full_tile) {
-#if defined(CANOPY_ONESWEEP_MATCH_ANY)  // measured 1.3x slower per sort on an H200; kept for re-measuring
-  return __match_any_sync(0xffffffffu, d);
-#endif
+//! Lanes of the warp whose digit equals d (d < 256): eight ballots, one per digit bit, are
+//! cheaper than __match_any_sync on sm_70..sm_90 (measured 1.3x per sort on an H200). Written in
+//! PTX so that each bit costs a predicate test, the vote, and a predicated complement and mask
+//! (the C++ form compiled to about six instructions per bit).
+__device__ __forceinline__ std::uint32_t match_digit(std::uint32_t d) {
   std::uint32_t peers = 0xffffffffu;
 #pragma unroll
   for (int b = 0; b < 8; ++b) {
-    const bool set = (d >> b) & 1u;
-    const std::uint32_t ballot = __ballot_sync(0xffffffffu, set);
-    peers &= set ? ballot : ~ballot;
-  }
-  if (!full_tile) {
-    const bool set = d >> 8;
-    const std::uint32_t ballot = __ballot_sync(0xffffffffu, set);
-    peers &= set ? ballot : ~ballot;
+    asm("{\n\t"
+        ".reg .pred on;\n\t"
+        ".reg .b32 votes;\n\t"
+        "and.b32 votes, %1, %2;\n\t"
+        "setp.ne.u32 on, votes, 0;\n\t"
+        "vote.sync.ballot.b32 votes, on, 0xffffffff;\n\t"
+        "@!on not.b32 votes, votes;\n\t"
+        "and.b32 %0, %0, votes;\n\t"
+        "}"
+        : "+r"(peers)
+        : "r"(d), "r"(1u << b));
   }
   return peers;
 }
 
-template <class K, class V>
-__global__ void __launch_bounds__(tuning<K, V>::threads, 2) onesweep_pass_kernel(pass_args<K, V> a) {
-  using T = tuning<K, V>;
-  constexpr int threads = T::threads, items = T::items, tile_size = T::tile, warps = T::warps;
-  constexpr bool has_values = !std::is_same_v<V, no_value>;
-  constexpr std::size_t record_bytes = (has_values && sizeof(V) > sizeof(K)) ? sizeof(V) : sizeof(K);
-  constexpr std::size_t exchange_bytes = tile_size * record_bytes;
-  constexpr std::size_t hist_bytes = 2 * std::size_t(warps) * radix * 4;  // counts + running offsets
-  // The per-warp digit counters and the exchange buffer are never live at the same time.
-  __shared__ alignas(16) unsigned char smem[exchange_bytes > hist_bytes ? exchange_bytes : hist_bytes];
+template <class K>
+__device__ __forceinline__ std::uint32_t digit_of(K ordered, int shift, std::uint32_t mask) {
+  return std::uint32_t(ordered >> shift) & mask;
+}
+
+//! One 8-bit LSD pass over one tile per block. Keys travel in registers and shared memory as
+//! their order-preserving bits (converted once on load and once on store), so a digit is a shift
+//! and a mask. The slots of a partial last tile hold the all-ones key: it has the largest digit
+//! and the highest positions, so it ranks after every real key and its shared slots are the
+//! tile's last ones, which are never written out (only that tile's own counts include them, and
+//! no later tile reads them).
+template <class K, class V, int Items, int MinBlocks>
+__global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args<K, V> a) {
+  using S = shape<K, V, Items, MinBlocks>;
+  constexpr int threads = S::threads, items = S::items, tile_size = S::tile, warps = S::warps;
+  constexpr bool has_values = S::has_values;
+  extern __shared__ __align__(16) unsigned char dyn_smem[];
+  std::uint32_t* counters = reinterpret_cast<std::uint32_t*>(dyn_smem);  // [warps][radix]
+  K* s_keys = reinterpret_cast<K*>(dyn_smem + S::counter_bytes);
+  V* s_vals = reinterpret_cast<V*>(dyn_smem + S::counter_bytes + S::key_bytes);  // pairs only
   __shared__ std::uint32_t s_delta[radix];  // global output slot of a digit's run minus its tile slot
   __shared__ std::uint32_t s_warp_sums[radix / 32];
   __shared__ std::uint32_t s_tile;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  std::uint32_t* warp_hist = reinterpret_cast<std::uint32_t*>(smem);  // [warps][radix]
   if (tid == 0) s_tile = atomicAdd(a.tile_counter, 1u);
-  for (int i = tid; i < int(hist_bytes / 4); i += threads) warp_hist[i] = 0;
+  for (int i = tid; i < warps * radix; i += threads) counters[i] = 0;
   __syncthreads();
   const std::uint32_t tile = s_tile;
   const std::uint32_t tile_base = tile * tile_size;
   const std::uint32_t tile_n = min(std::uint32_t(tile_size), a.n - tile_base);
+  const bool full_tile = tile_n == std::uint32_t(tile_size);
+  const int shift = a.shift;
+  const std::uint32_t mask = a.mask;
 
   // Warp-striped load: warp w owns positions [w*items*32, (w+1)*items*32) of the tile.
   const std::uint32_t warp_base = tile_base + std::uint32_t(warp) * items * 32;
   K keys[items];
-  std::uint32_t digit[items];  // radix marks a slot past the end
+  if (full_tile) {
 #pragma unroll
-  for (int i = 0; i < items; ++i) {
-    const std::uint32_t idx = warp_base + i * 32 + lane;
-    if (idx < a.n) {
-      keys[i] = a.keys_in[idx];
-      digit[i] = std::uint32_t(to_ordered_bits(keys[i], a.kind) >> a.shift) & a.mask;
-    } else {
-      digit[i] = radix;
+    for (int i = 0; i < items; ++i) keys[i] = a.keys_in[warp_base + i * 32 + lane];
+  } else {
+#pragma unroll
+    for (int i = 0; i < items; ++i) {
+      const std::uint32_t idx = warp_base + i * 32 + lane;
+      keys[i] = idx < a.n ? a.keys_in[idx] : K(0);
     }
   }
+  // The key kind is uniform: one branch per tile, not a select per key.
+  if (a.kind == key_kind::signed_integer) {
+#pragma unroll
+    for (int i = 0; i < items; ++i) keys[i] = to_ordered_bits(keys[i], key_kind::signed_integer);
+  } else if (a.kind == key_kind::floating_point) {
+#pragma unroll
+    for (int i = 0; i < items; ++i) keys[i] = to_ordered_bits(keys[i], key_kind::floating_point);
+  }
+  if (!full_tile) {
+#pragma unroll
+    for (int i = 0; i < items; ++i)
+      if (warp_base + i * 32 + lane >= a.n) keys[i] = K(~K(0));
+  }
 
-  std::uint32_t pos[items];
-  std::uint32_t* my_hist = warp_hist + warp * radix;
-  const std::uint32_t lanes_below = (1u << lane) - 1u;
-  const bool full_tile = tile_n == std::uint32_t(tile_size);
   // Early counts: per-warp digit counts by shared atomics first, so the tile's aggregate is
   // published before the (serial) ranking; ranking then starts from each warp's final offsets.
-  std::uint32_t* running = warp_hist + warps * radix;  // [warps][radix]
+  std::uint32_t* my_counts = counters + warp * radix;
 #pragma unroll
-  for (int i = 0; i < items; ++i)
-    if (digit[i] < radix) atomicAdd(&my_hist[digit[i]], 1u);
+  for (int i = 0; i < items; ++i) atomicAdd(&my_counts[digit_of(keys[i], shift, mask)], 1u);
   __syncthreads();
   std::uint32_t count = 0;
   if (tid < radix) {
 #pragma unroll
-    for (int w = 0; w < warps; ++w) {
-      const std::uint32_t c = warp_hist[w * radix + tid];
-      running[w * radix + tid] = count;
+    for (int w = 0; w < warps; ++w) {  // in place: count of (w, d) -> warps before w's count of d
+      const std::uint32_t c = counters[w * radix + tid];
+      counters[w * radix + tid] = count;
       count += c;
     }
     store_relaxed(a.lookback + std::size_t(tile) * radix + tid, (tile == 0 ? flag_inclusive : flag_aggregate) | count);
@@ -177,19 +194,38 @@ __global__ void __launch_bounds__(tuning<K, V>::threads, 2) onesweep_pass_kernel
     local_start = inclusive - count;
     for (int w = 0; w < warp; ++w) local_start += s_warp_sums[w];
 #pragma unroll
-    for (int w = 0; w < warps; ++w) running[w * radix + tid] += local_start;
+    for (int w = 0; w < warps; ++w) counters[w * radix + tid] += local_start;
   }
   __syncthreads();
-  std::uint32_t* my_running = running + warp * radix;
+
+  // Stable warp ranking in position order (item i, then lane): equal digits grouped by ballots;
+  // the group's lowest lane adds the group's size to the warp's running offset of that digit.
+  std::uint32_t pos[items];
+  const std::uint32_t lanes_below = (1u << lane) - 1u;
 #pragma unroll
   for (int i = 0; i < items; ++i) {
-    const std::uint32_t d = digit[i];
-    const std::uint32_t peers = match_digit(d, full_tile);
+    const std::uint32_t d = digit_of(keys[i], shift, mask);
+    const std::uint32_t peers = match_digit(d);
     const int leader = __ffs(peers) - 1;
     std::uint32_t before = 0;
-    if (d < radix && lane == leader) before = atomicAdd(&my_running[d], std::uint32_t(__popc(peers)));
+    if (lane == leader) before = atomicAdd(&my_counts[d], std::uint32_t(__popc(peers)));
     pos[i] = __shfl_sync(0xffffffffu, before, leader) + __popc(peers & lanes_below);
     __syncwarp();  // item i+1's counter update must follow item i's, whichever lanes lead them
+  }
+  // The exchange buffers do not alias the counters: each warp places its records as soon as it
+  // has ranked them, while warps 0-7 also walk the look-back.
+#pragma unroll
+  for (int i = 0; i < items; ++i) s_keys[pos[i]] = keys[i];
+  if constexpr (has_values) {
+    __syncwarp();  // keeps the value loads after the key stores: keys[] is dead before vals[] lives
+    V vals[items];
+#pragma unroll
+    for (int i = 0; i < items; ++i) {
+      const std::uint32_t idx = warp_base + i * 32 + lane;
+      vals[i] = (full_tile || idx < a.n) ? (a.vals_in ? a.vals_in[idx] : V(idx)) : V(0);
+    }
+#pragma unroll
+    for (int i = 0; i < items; ++i) s_vals[pos[i]] = vals[i];
   }
   if (tid < radix) {
     std::uint32_t prefix = 0;
@@ -216,45 +252,31 @@ __global__ void __launch_bounds__(tuning<K, V>::threads, 2) onesweep_pass_kernel
     }
     s_delta[tid] = a.digit_offsets[tid] + prefix - local_start;
   }
-  __syncthreads();  // the exchange buffer overwrites the counters
-
-  K* s_keys = reinterpret_cast<K*>(smem);
-#pragma unroll
-  for (int i = 0; i < items; ++i)
-    if (digit[i] < radix) s_keys[pos[i]] = keys[i];
   __syncthreads();
 
-  std::uint32_t out_slot[items];
-#pragma unroll
-  for (int k = 0; k < items; ++k) {
-    const std::uint32_t j = tid + k * threads;
-    if (j < tile_n) {
-      const K key = s_keys[j];
-      const std::uint32_t d = std::uint32_t(to_ordered_bits(key, a.kind) >> a.shift) & a.mask;
-      out_slot[k] = s_delta[d] + j;
-      if (a.keys_out) a.keys_out[out_slot[k]] = key;
-    }
-  }
-
-  if constexpr (has_values) {
-    V vals[items];
-#pragma unroll
-    for (int i = 0; i < items; ++i) {
-      const std::uint32_t idx = warp_base + i * 32 + lane;
-      if (idx < a.n) vals[i] = a.vals_in ? a.vals_in[idx] : V(idx);
-    }
-    __syncthreads();
-    V* s_vals = reinterpret_cast<V*>(smem);
-#pragma unroll
-    for (int i = 0; i < items; ++i)
-      if (digit[i] < radix) s_vals[pos[i]] = vals[i];
-    __syncthreads();
+  // Each digit's run leaves the block contiguously (coalesced writes). One copy of the loop per
+  // key kind (and one writing no keys), chosen once per tile.
+  const auto write_out = [&](auto write_keys, auto kind) {
 #pragma unroll
     for (int k = 0; k < items; ++k) {
       const std::uint32_t j = tid + k * threads;
-      if (j < tile_n) a.vals_out[out_slot[k]] = s_vals[j];
+      if (full_tile || j < tile_n) {
+        const K key = s_keys[j];
+        const std::uint32_t slot = s_delta[digit_of(key, shift, mask)] + j;
+        if constexpr (decltype(write_keys)::value) a.keys_out[slot] = from_ordered_bits(key, decltype(kind)::value);
+        if constexpr (has_values) a.vals_out[slot] = s_vals[j];
+      }
     }
-  }
+  };
+  using yes = std::true_type;
+  using unsigned_kind = std::integral_constant<key_kind, key_kind::unsigned_integer>;
+  if (has_values && !a.keys_out) write_out(std::false_type{}, unsigned_kind{});
+  else if (a.kind == key_kind::signed_integer)
+    write_out(yes{}, std::integral_constant<key_kind, key_kind::signed_integer>{});
+  else if (a.kind == key_kind::floating_point)
+    write_out(yes{}, std::integral_constant<key_kind, key_kind::floating_point>{});
+  else
+    write_out(yes{}, unsigned_kind{});
 }
 
 //! Counts the digits of passes [0, passes) of every key into hist[pass][256] (zeroed before).
