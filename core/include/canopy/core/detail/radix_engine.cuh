@@ -46,9 +46,10 @@ inline void check_bit_range(int begin_bit, int end_bit, int key_bits, const char
 //! Default tile shape (items per thread, register hint in blocks per SM) per record width.
 template <class K, class V>
 struct onesweep_default {
-  static constexpr bool four_byte = sizeof(K) == 4 && (std::is_same_v<V, no_value> || sizeof(V) == 4);
-  static constexpr int items = four_byte ? (std::is_same_v<V, no_value> ? 20 : 18) : 16;
-  static constexpr int min_blocks = four_byte ? 3 : 2;
+  static constexpr bool keys_only = std::is_same_v<V, no_value>;
+  static constexpr bool four_byte = sizeof(K) == 4 && (keys_only || sizeof(V) == 4);
+  static constexpr int items = four_byte ? (keys_only ? 20 : 24) : keys_only ? 14 : sizeof(V) == 4 ? 18 : 16;
+  static constexpr int min_blocks = (four_byte || sizeof(K) == 8) && keys_only ? 3 : 2;
 };
 
 template <class K, class V, int Items, int MinBlocks>
@@ -70,8 +71,11 @@ void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   CANOPY_CUDA_CHECK(cudaMemsetAsync(state.data(), 0, state.size() * 4, ctx.stream()));
 
   const int sms = std::max(ctx.device().multiprocessors, 1);
-  const unsigned hist_blocks = unsigned(std::min<std::size_t>((job.n + 256 * os::hist_items - 1) / (256 * os::hist_items), std::size_t(sms) * 8));
-  os::digit_histogram_kernel<K><<<hist_blocks, 256, 0, ctx.stream()>>>(job.keys_in, n, job.begin_bit, job.end_bit,
+  // At most four blocks per SM (all resident at 48 registers); each thread takes hist_vectors 16-byte vectors per step.
+  const std::size_t hist_keys_per_block = std::size_t(os::hist_threads) * os::hist_vectors * (16 / sizeof(K));
+  const unsigned hist_blocks =
+      unsigned(std::max<std::size_t>(1, std::min<std::size_t>((job.n + hist_keys_per_block - 1) / hist_keys_per_block, std::size_t(sms) * 4)));
+  os::digit_histogram_kernel<K><<<hist_blocks, os::hist_threads, 0, ctx.stream()>>>(job.keys_in, n, job.begin_bit, job.end_bit,
                                                                        passes, job.kind, hist);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::digit_histogram_kernel");
   os::digit_offsets_kernel<<<passes, 256, 0, ctx.stream()>>>(hist);
@@ -118,21 +122,21 @@ void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) 
     return e ? std::atoi(e) : 0;
   }();
   if constexpr (D::four_byte && std::is_same_v<V, no_value>) {
-    if (cfg == 1) return lsd_run_cuda_shaped<K, V, 18, 3>(ctx, job);
-    if (cfg == 2) return lsd_run_cuda_shaped<K, V, 16, 3>(ctx, job);
-    if (cfg == 3) return lsd_run_cuda_shaped<K, V, 24, 2>(ctx, job);
+    if (cfg == 1) return lsd_run_cuda_shaped<K, V, 21, 3>(ctx, job);
+    if (cfg == 2) return lsd_run_cuda_shaped<K, V, 22, 3>(ctx, job);
+    if (cfg == 3) return lsd_run_cuda_shaped<K, V, 19, 3>(ctx, job);
   } else if constexpr (D::four_byte) {
-    if (cfg == 1) return lsd_run_cuda_shaped<K, V, 16, 3>(ctx, job);
-    if (cfg == 2) return lsd_run_cuda_shaped<K, V, 20, 2>(ctx, job);
-    if (cfg == 3) return lsd_run_cuda_shaped<K, V, 24, 2>(ctx, job);
+    if (cfg == 1) return lsd_run_cuda_shaped<K, V, 22, 2>(ctx, job);
+    if (cfg == 2) return lsd_run_cuda_shaped<K, V, 26, 2>(ctx, job);
+    if (cfg == 3) return lsd_run_cuda_shaped<K, V, 20, 2>(ctx, job);
   } else if constexpr (std::is_same_v<V, no_value>) {
-    if (cfg == 1) return lsd_run_cuda_shaped<K, V, 20, 2>(ctx, job);
-    if (cfg == 2) return lsd_run_cuda_shaped<K, V, 14, 3>(ctx, job);
-    if (cfg == 3) return lsd_run_cuda_shaped<K, V, 18, 2>(ctx, job);
+    if (cfg == 1) return lsd_run_cuda_shaped<K, V, 15, 3>(ctx, job);
+    if (cfg == 2) return lsd_run_cuda_shaped<K, V, 16, 3>(ctx, job);
+    if (cfg == 3) return lsd_run_cuda_shaped<K, V, 13, 3>(ctx, job);
   } else if constexpr (sizeof(K) == 8 && sizeof(V) == 4) {
-    if (cfg == 1) return lsd_run_cuda_shaped<K, V, 18, 2>(ctx, job);
-    if (cfg == 2) return lsd_run_cuda_shaped<K, V, 12, 3>(ctx, job);
-    if (cfg == 3) return lsd_run_cuda_shaped<K, V, 14, 2>(ctx, job);
+    if (cfg == 1) return lsd_run_cuda_shaped<K, V, 17, 2>(ctx, job);
+    if (cfg == 2) return lsd_run_cuda_shaped<K, V, 16, 2>(ctx, job);
+    if (cfg == 3) return lsd_run_cuda_shaped<K, V, 19, 2>(ctx, job);
   }
 #endif
   lsd_run_cuda_shaped<K, V, D::items, D::min_blocks>(ctx, job);

@@ -280,45 +280,87 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
 }
 
 //! Counts the digits of passes [0, passes) of every key into hist[pass][256] (zeroed before).
-//! Each thread takes `hist_items` consecutive keys per step (independent loads in flight hide
-//! memory latency); runs of equal digits within them are merged before the shared atomic, so that
-//! sorted or constant inputs do not serialise on one counter.
-constexpr int hist_items = 8;
+//! Keys are read as 16-byte vectors, `hist_vectors` per thread per step, each vector of the step
+//! a grid-stride apart (so every load of the warp is coalesced and all of a step's loads are in
+//! flight before the first count). A vector whose keys share a pass's digit adds its count in one
+//! shared atomic, so sorted or constant inputs serialise less on one counter. The few keys before
+//! the first 16-byte boundary and after the last whole vector are counted one by one by block 0.
+constexpr int hist_threads = 256;
+constexpr int hist_vectors = 4;
+__device__ __forceinline__ void unpack(const uint4& r, std::uint32_t (&k)[4]) {
+  k[0] = r.x, k[1] = r.y, k[2] = r.z, k[3] = r.w;
+}
+__device__ __forceinline__ void unpack(const uint4& r, std::uint64_t (&k)[2]) {
+  k[0] = (std::uint64_t(r.y) << 32) | r.x;
+  k[1] = (std::uint64_t(r.w) << 32) | r.z;
+}
+
 template <class K>
-__global__ void __launch_bounds__(256) digit_histogram_kernel(const K* keys, std::uint32_t n, int begin_bit,
-                                                              int end_bit, int passes, key_kind kind,
-                                                              std::uint32_t* hist) {
+__device__ __forceinline__ void count_digits(std::uint32_t* s_hist, const K (&k)[16 / sizeof(K)], int count,
+                                             int begin_bit, int end_bit, int passes, key_kind kind) {
+  constexpr int per = 16 / sizeof(K);
+  K ordered[per];
+#pragma unroll
+  for (int i = 0; i < per; ++i) ordered[i] = to_ordered_bits(k[i], kind);
+#pragma unroll
+  for (int p = 0; p < max_passes; ++p) {
+    if (p < passes) {
+      const int shift = begin_bit + 8 * p;
+      const int bits = min(8, end_bit - shift);
+      const std::uint32_t mask = (1u << bits) - 1u;
+      std::uint32_t d[per];
+      bool same = count == per;
+#pragma unroll
+      for (int i = 0; i < per; ++i) {
+        d[i] = std::uint32_t(ordered[i] >> shift) & mask;
+        same = same && d[i] == d[0];
+      }
+      if (same) {
+        atomicAdd(&s_hist[p * radix + d[0]], std::uint32_t(per));
+      } else {
+#pragma unroll
+        for (int i = 0; i < per; ++i)
+          if (i < count) atomicAdd(&s_hist[p * radix + d[i]], 1u);
+      }
+    }
+  }
+}
+
+template <class K>
+__global__ void __launch_bounds__(hist_threads) digit_histogram_kernel(const K* keys, std::uint32_t n, int begin_bit,
+                                                                       int end_bit, int passes, key_kind kind,
+                                                                       std::uint32_t* hist) {
+  constexpr int per = 16 / sizeof(K);
   __shared__ std::uint32_t s_hist[max_passes * radix];
   for (int i = threadIdx.x; i < passes * radix; i += blockDim.x) s_hist[i] = 0;
   __syncthreads();
-  const std::size_t step = std::size_t(gridDim.x) * blockDim.x * hist_items;
-  for (std::size_t base = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) * hist_items; base < n; base += step) {
-    K ordered[hist_items];
-    const int count = int(min(std::size_t(hist_items), n - base));
+  const std::size_t misalign = reinterpret_cast<std::uintptr_t>(keys) & 15u;
+  const std::uint32_t head = min(n, std::uint32_t(((16 - misalign) & 15u) / sizeof(K)));
+  const std::uint32_t vectors = (n - head) / per;
+  const std::uint32_t tail_begin = head + vectors * per;
+  const uint4* vec = reinterpret_cast<const uint4*>(keys + head);
+  const std::uint32_t stride = gridDim.x * blockDim.x;
+  for (std::uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < vectors; v += hist_vectors * stride) {
+    uint4 r[hist_vectors];
 #pragma unroll
-    for (int i = 0; i < hist_items; ++i)
-      if (i < count) ordered[i] = to_ordered_bits(keys[base + i], kind);
+    for (int u = 0; u < hist_vectors; ++u)
+      if (v + u * stride < vectors) r[u] = vec[v + u * stride];
 #pragma unroll
-    for (int p = 0; p < max_passes; ++p) {
-      if (p < passes) {
-        const int shift = begin_bit + 8 * p;
-        const int bits = min(8, end_bit - shift);
-        const std::uint32_t mask = (1u << bits) - 1u;
-        std::uint32_t run_digit = std::uint32_t(ordered[0] >> shift) & mask, run = 1;
-#pragma unroll
-        for (int i = 1; i < hist_items; ++i) {
-          if (i < count) {
-            const std::uint32_t d = std::uint32_t(ordered[i] >> shift) & mask;
-            if (d != run_digit) {
-              atomicAdd(&s_hist[p * radix + run_digit], run);
-              run_digit = d;
-              run = 0;
-            }
-            ++run;
-          }
-        }
-        atomicAdd(&s_hist[p * radix + run_digit], run);
+    for (int u = 0; u < hist_vectors; ++u) {
+      if (v + u * stride < vectors) {
+        K k[per];
+        unpack(r[u], k);
+        count_digits(s_hist, k, per, begin_bit, end_bit, passes, kind);
       }
+    }
+  }
+  if (blockIdx.x == 0) {
+    // At most per-1 keys before the first boundary and per-1 after the last vector.
+    const std::uint32_t i = threadIdx.x < head ? threadIdx.x : tail_begin + (threadIdx.x - head);
+    if (threadIdx.x < 2 * per && i < n && (threadIdx.x < head || i >= tail_begin)) {
+      K k[per] = {};
+      k[0] = keys[i];
+      count_digits(s_hist, k, 1, begin_bit, end_bit, passes, kind);
     }
   }
   __syncthreads();
