@@ -1,5 +1,4 @@
 // Radix sort entry points: argument checks, buffer choice, explicit instantiations.
-#define CANOPY_RADIX_EXPERIMENT 1  // TEMPORARY: env-selected tile shapes for measurement
 #include <canopy/core/detail/radix_engine.cuh>
 #include <canopy/core/radix_sort.hpp>
 

@@ -13,7 +13,6 @@
 #include <canopy/core/detail/split_host.cuh>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 namespace canopy::detail {
@@ -43,13 +42,17 @@ inline void check_bit_range(int begin_bit, int end_bit, int key_bits, const char
 }
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
-//! Default tile shape (items per thread, register hint in blocks per SM) per record width.
+//! Tile shape per record width: items per thread, and blocks per SM as the register hint. Keys
+//! only run three blocks of 384 threads per SM (56 registers), pairs two (80 registers, larger
+//! tiles). Chosen by a sweep on an H200 at 2^26 and 2^28 (docs/performance/sort.md): u32 keys
+//! 22 items (of 16-24), u32/u32 pairs 24 (of 16-26), u64 keys 14 (of 12-20), u64/u32 pairs 18
+//! (of 12-20). Pairs with 8-byte values were not measured; they take 16 items.
 template <class K, class V>
 struct onesweep_default {
   static constexpr bool keys_only = std::is_same_v<V, no_value>;
   static constexpr bool four_byte = sizeof(K) == 4 && (keys_only || sizeof(V) == 4);
-  static constexpr int items = four_byte ? (keys_only ? 20 : 24) : keys_only ? 14 : sizeof(V) == 4 ? 18 : 16;
-  static constexpr int min_blocks = (four_byte || sizeof(K) == 8) && keys_only ? 3 : 2;
+  static constexpr int items = keys_only ? (sizeof(K) == 4 ? 22 : 14) : four_byte ? 24 : sizeof(V) == 4 ? 18 : 16;
+  static constexpr int min_blocks = keys_only ? 3 : 2;
 };
 
 template <class K, class V, int Items, int MinBlocks>
@@ -115,30 +118,6 @@ void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) 
   require(job.n <= onesweep::max_elements, function, "keys",
           "the CUDA backend sorts fewer than 2^30 elements per call, got " + std::to_string(job.n));
   using D = onesweep_default<K, V>;
-#ifdef CANOPY_RADIX_EXPERIMENT
-  // Measurement only (radix_sort.cu): CANOPY_RADIX_CFG picks another tile shape.
-  static const int cfg = [] {
-    const char* e = std::getenv("CANOPY_RADIX_CFG");
-    return e ? std::atoi(e) : 0;
-  }();
-  if constexpr (D::four_byte && std::is_same_v<V, no_value>) {
-    if (cfg == 1) return lsd_run_cuda_shaped<K, V, 21, 3>(ctx, job);
-    if (cfg == 2) return lsd_run_cuda_shaped<K, V, 22, 3>(ctx, job);
-    if (cfg == 3) return lsd_run_cuda_shaped<K, V, 19, 3>(ctx, job);
-  } else if constexpr (D::four_byte) {
-    if (cfg == 1) return lsd_run_cuda_shaped<K, V, 22, 2>(ctx, job);
-    if (cfg == 2) return lsd_run_cuda_shaped<K, V, 26, 2>(ctx, job);
-    if (cfg == 3) return lsd_run_cuda_shaped<K, V, 20, 2>(ctx, job);
-  } else if constexpr (std::is_same_v<V, no_value>) {
-    if (cfg == 1) return lsd_run_cuda_shaped<K, V, 15, 3>(ctx, job);
-    if (cfg == 2) return lsd_run_cuda_shaped<K, V, 16, 3>(ctx, job);
-    if (cfg == 3) return lsd_run_cuda_shaped<K, V, 13, 3>(ctx, job);
-  } else if constexpr (sizeof(K) == 8 && sizeof(V) == 4) {
-    if (cfg == 1) return lsd_run_cuda_shaped<K, V, 17, 2>(ctx, job);
-    if (cfg == 2) return lsd_run_cuda_shaped<K, V, 16, 2>(ctx, job);
-    if (cfg == 3) return lsd_run_cuda_shaped<K, V, 19, 2>(ctx, job);
-  }
-#endif
   lsd_run_cuda_shaped<K, V, D::items, D::min_blocks>(ctx, job);
 }
 #endif

@@ -1,10 +1,13 @@
 // canopy/core/detail/radix_onesweep_kernels.cuh — the CUDA kernels of split and LSD radix sort.
 //
 // Onesweep structure (after Adinets & Merrill 2022), one kernel per 8-bit pass:
-//   1. digit_histogram_kernel: one read of the keys counts the digits of *every* pass at once;
-//      digit_offsets_kernel turns each pass's counts into exclusive global bin offsets.
-//   2. onesweep_pass_kernel, per tile of TILE records:
+//   1. digit_histogram_kernel: one read of the keys (16-byte vectors) counts the digits of
+//      *every* pass at once; digit_offsets_kernel turns each pass's counts into exclusive global
+//      bin offsets.
+//   2. onesweep_pass_kernel, per tile of 384 x items records (shape per record width in
+//      radix_engine.cuh; shared memory is dynamic, so tiles are not capped at 48 KiB):
 //      - tile ids come from an atomic counter, so tile t only waits on tiles that already run;
+//      - keys are held as their order-preserving bits, so a digit is a shift and a mask;
 //      - early counts: each warp counts its digits with shared atomics, the block sums them and
 //        publishes the tile's per-digit counts at once (flag AGGREGATE), before ranking;
 //      - warp-level ranking: each warp takes its keys in position order (item i, then lane),
@@ -14,8 +17,10 @@
 //      - 256 threads, one per digit, look back over earlier tiles' words for their digit, eight
 //        tiles per read, until an INCLUSIVE prefix, then publish their own inclusive prefix
 //        (decoupled look-back over digit bins);
-//      - records are placed in shared memory in split order, then written out so that each
-//        digit's run leaves the block contiguously (coalesced).
+//      - each warp places its records in shared memory in split order as soon as it has ranked
+//        them (the exchange buffers do not alias the counters), then the block writes them out
+//        so that each digit's run leaves the block contiguously (coalesced). Five barriers per
+//        tile, keys only or pairs.
 // Look-back words pack a 2-bit flag over a 30-bit count, hence n < 2^30 per call.
 #pragma once
 
@@ -80,8 +85,8 @@ __device__ __forceinline__ void store_relaxed(std::uint32_t* p, std::uint32_t v)
 
 //! Lanes of the warp whose digit equals d (d < 256): eight ballots, one per digit bit, are
 //! cheaper than __match_any_sync on sm_70..sm_90 (measured 1.3x per sort on an H200). Written in
-//! PTX so that each bit costs a predicate test, the vote, and a predicated complement and mask
-//! (the C++ form compiled to about six instructions per bit).
+//! PTX so that each bit is five instructions (bit test, vote, predicated complement, mask); the
+//! C++ form was seven PTX instructions per bit (docs/performance/sort.md, run 5).
 __device__ __forceinline__ std::uint32_t match_digit(std::uint32_t d) {
   std::uint32_t peers = 0xffffffffu;
 #pragma unroll
