@@ -159,6 +159,40 @@ TEST_P(RadixSortTest, PairsAreStableForEveryKeyAndValueType) {
     }
 }
 
+// Keys that start off a 16-byte boundary: the CUDA histogram reads 16-byte vectors and counts
+// the keys before the first boundary and after the last vector one by one.
+template <class Key>
+void check_keys_at_offset(canopy::context& ctx, const std::vector<Key>& keys, std::size_t offset,
+                          const std::string& what) {
+  std::vector<Key> padded(offset, Key(7));
+  padded.insert(padded.end(), keys.begin(), keys.end());
+  padded.push_back(Key(9));
+  canopy::buffer<Key> d(ctx, padded.size());
+  d.assign(padded);
+  canopy::radix_sort_keys<Key>(ctx, d.view().subspan(offset, keys.size()));
+  const auto got = d.to_host();
+  const auto order = reference_order(keys);
+  for (std::size_t i = 0; i < offset; ++i)
+    if (!same_bits(got[i], Key(7))) return void(ADD_FAILURE() << what << ": element before the span changed");
+  if (!same_bits(got[offset + keys.size()], Key(9))) return void(ADD_FAILURE() << what << ": element after the span changed");
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    if (!same_bits(got[offset + i], keys[order[i]])) {
+      ADD_FAILURE() << what << ": keys differ first at " << i << " of " << keys.size();
+      return;
+    }
+}
+
+TEST_P(RadixSortTest, KeysOffAVectorBoundary) {
+  std::uint64_t seed = 900;
+  for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(3), std::size_t(5), std::size_t(4099), std::size_t(65539)})
+    for (std::size_t offset = 1; offset < 4; ++offset) {
+      const std::string w = "n=" + std::to_string(n) + " offset=" + std::to_string(offset);
+      check_keys_at_offset<std::uint32_t>(ctx(), make_keys<std::uint32_t>(n, dist::uniform, seed++), offset, "u32 " + w);
+      check_keys_at_offset<float>(ctx(), make_keys<float>(n, dist::uniform, seed++), offset, "f32 " + w);
+      if (offset == 1) check_keys_at_offset<std::uint64_t>(ctx(), make_keys<std::uint64_t>(n, dist::uniform, seed++), 1, "u64 " + w);
+    }
+}
+
 TEST_P(RadixSortTest, PowerOfTwoSizesPlusMinusOne) {
   std::uint64_t seed = 500;
   for (int k = 10; k <= 20; k += 5)

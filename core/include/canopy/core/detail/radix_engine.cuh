@@ -42,15 +42,26 @@ inline void check_bit_range(int begin_bit, int end_bit, int key_bits, const char
 }
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
+//! Tile shape per record width: items per thread, and blocks per SM as the register hint. Keys
+//! only run three blocks of 384 threads per SM (56 registers), pairs two (80 registers, larger
+//! tiles). Chosen by a sweep on an H200 at 2^26 and 2^28 (docs/performance/sort.md): u32 keys
+//! 22 items (of 16-24), u32/u32 pairs 24 (of 16-26), u64 keys 14 (of 12-20), u64/u32 pairs 18
+//! (of 12-20). Pairs with 8-byte values were not measured; they take 16 items.
 template <class K, class V>
-void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) {
+struct onesweep_default {
+  static constexpr bool keys_only = std::is_same_v<V, no_value>;
+  static constexpr bool four_byte = sizeof(K) == 4 && (keys_only || sizeof(V) == 4);
+  static constexpr int items = keys_only ? (sizeof(K) == 4 ? 22 : 14) : four_byte ? 24 : sizeof(V) == 4 ? 18 : 16;
+  static constexpr int min_blocks = keys_only ? 3 : 2;
+};
+
+template <class K, class V, int Items, int MinBlocks>
+void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   namespace os = onesweep;
-  using T = os::tuning<K, V>;
-  require(job.n <= os::max_elements, function, "keys",
-          "the CUDA backend sorts fewer than 2^30 elements per call, got " + std::to_string(job.n));
+  using S = os::shape<K, V, Items, MinBlocks>;
   const int passes = lsd_passes(job.begin_bit, job.end_bit);
   const std::uint32_t n = std::uint32_t(job.n);
-  const std::size_t tiles = (job.n + T::tile - 1) / T::tile;
+  const std::size_t tiles = (job.n + S::tile - 1) / S::tile;
   // Layout: hist/offsets [passes][256], tile counters [passes] (padded to 32), look-back
   // [passes][tiles][256]; one memset clears all of it.
   const std::size_t hist_words = std::size_t(passes) * os::radix;
@@ -63,13 +74,19 @@ void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) 
   CANOPY_CUDA_CHECK(cudaMemsetAsync(state.data(), 0, state.size() * 4, ctx.stream()));
 
   const int sms = std::max(ctx.device().multiprocessors, 1);
-  const unsigned hist_blocks = unsigned(std::min<std::size_t>((job.n + 256 * os::hist_items - 1) / (256 * os::hist_items), std::size_t(sms) * 8));
-  os::digit_histogram_kernel<K><<<hist_blocks, 256, 0, ctx.stream()>>>(job.keys_in, n, job.begin_bit, job.end_bit,
+  // At most four blocks per SM (all resident at 48 registers); each thread takes hist_vectors 16-byte vectors per step.
+  const std::size_t hist_keys_per_block = std::size_t(os::hist_threads) * os::hist_vectors * (16 / sizeof(K));
+  const unsigned hist_blocks =
+      unsigned(std::max<std::size_t>(1, std::min<std::size_t>((job.n + hist_keys_per_block - 1) / hist_keys_per_block, std::size_t(sms) * 4)));
+  os::digit_histogram_kernel<K><<<hist_blocks, os::hist_threads, 0, ctx.stream()>>>(job.keys_in, n, job.begin_bit, job.end_bit,
                                                                        passes, job.kind, hist);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::digit_histogram_kernel");
   os::digit_offsets_kernel<<<passes, 256, 0, ctx.stream()>>>(hist);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::digit_offsets_kernel");
 
+  auto* kernel = os::onesweep_pass_kernel<K, V, Items, MinBlocks>;
+  // Tiles above 48 KiB of shared memory need the opt-in limit (a host-side attribute, no sync).
+  CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::smem_bytes)));
   for (int p = 0; p < passes; ++p) {
     const int shift = job.begin_bit + 8 * p;
     const int bits = std::min(8, job.end_bit - shift);
@@ -91,9 +108,17 @@ void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) 
     a.digit_offsets = hist + std::size_t(p) * os::radix;
     a.lookback = lookback + std::size_t(p) * tiles * os::radix;
     a.tile_counter = counters + p;
-    os::onesweep_pass_kernel<K, V><<<unsigned(tiles), T::threads, 0, ctx.stream()>>>(a);
+    kernel<<<unsigned(tiles), S::threads, S::smem_bytes, ctx.stream()>>>(a);
     CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::onesweep_pass_kernel");
   }
+}
+
+template <class K, class V>
+void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) {
+  require(job.n <= onesweep::max_elements, function, "keys",
+          "the CUDA backend sorts fewer than 2^30 elements per call, got " + std::to_string(job.n));
+  using D = onesweep_default<K, V>;
+  lsd_run_cuda_shaped<K, V, D::items, D::min_blocks>(ctx, job);
 }
 #endif
 

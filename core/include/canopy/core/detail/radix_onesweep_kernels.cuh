@@ -1,10 +1,13 @@
 // canopy/core/detail/radix_onesweep_kernels.cuh — the CUDA kernels of split and LSD radix sort.
 //
 // Onesweep structure (after Adinets & Merrill 2022), one kernel per 8-bit pass:
-//   1. digit_histogram_kernel: one read of the keys counts the digits of *every* pass at once;
-//      digit_offsets_kernel turns each pass's counts into exclusive global bin offsets.
-//   2. onesweep_pass_kernel, per tile of TILE records:
+//   1. digit_histogram_kernel: one read of the keys (16-byte vectors) counts the digits of
+//      *every* pass at once; digit_offsets_kernel turns each pass's counts into exclusive global
+//      bin offsets.
+//   2. onesweep_pass_kernel, per tile of 384 x items records (shape per record width in
+//      radix_engine.cuh; shared memory is dynamic, so tiles are not capped at 48 KiB):
 //      - tile ids come from an atomic counter, so tile t only waits on tiles that already run;
+//      - keys are held as their order-preserving bits, so a digit is a shift and a mask;
 //      - early counts: each warp counts its digits with shared atomics, the block sums them and
 //        publishes the tile's per-digit counts at once (flag AGGREGATE), before ranking;
 //      - warp-level ranking: each warp takes its keys in position order (item i, then lane),
@@ -14,8 +17,10 @@
 //      - 256 threads, one per digit, look back over earlier tiles' words for their digit, eight
 //        tiles per read, until an INCLUSIVE prefix, then publish their own inclusive prefix
 //        (decoupled look-back over digit bins);
-//      - records are placed in shared memory in split order, then written out so that each
-//        digit's run leaves the block contiguously (coalesced).
+//      - each warp places its records in shared memory in split order as soon as it has ranked
+//        them (the exchange buffers do not alias the counters), then the block writes them out
+//        so that each digit's run leaves the block contiguously (coalesced). Five barriers per
+//        tile, keys only or pairs.
 // Look-back words pack a 2-bit flag over a 30-bit count, hence n < 2^30 per call.
 #pragma once
 
@@ -36,25 +41,22 @@ constexpr std::uint32_t flag_inclusive = 2u << 30;
 constexpr std::uint32_t value_mask = (1u << 30) - 1;
 constexpr std::uint32_t max_elements = value_mask;  // counts must fit the 30-bit field
 
-//! Tile shape: 384 threads (2 blocks per SM at <= 85 registers) x items per thread. 4-byte records:
-//! 20 items (7680 keys, 30 KiB exchange buffer); 8-byte keys or values: 12 items (36 KiB), both
-//! under the 48 KiB static shared-memory limit. Measured on an H200 at 2^26 (docs/performance/
-//! sort.md): 20 items beat 16 for 4-byte records by 5%, 12 beat 10 for 8-byte ones by 8%.
-//! The macros exist to repeat such measurements.
-#ifndef CANOPY_ONESWEEP_ITEMS_4
-#define CANOPY_ONESWEEP_ITEMS_4 20
-#endif
-#ifndef CANOPY_ONESWEEP_ITEMS_8
-#define CANOPY_ONESWEEP_ITEMS_8 12
-#endif
-template <class K, class V>
-struct tuning {
+//! Tile shape: 384 threads x `items` per thread; shared memory is dynamic (per-warp digit
+//! counters, the key exchange buffer and, for pairs, the value exchange buffer, side by side), so
+//! tiles are not capped by the 48 KiB static limit. `min_blocks` is the register hint of
+//! __launch_bounds__.
+template <class K, class V, int Items, int MinBlocks>
+struct shape {
+  static constexpr bool has_values = !std::is_same_v<V, no_value>;
   static constexpr int threads = 384;
-  static constexpr int items = (sizeof(K) == 4 && (std::is_same_v<V, no_value> || sizeof(V) == 4))
-                                   ? CANOPY_ONESWEEP_ITEMS_4
-                                   : CANOPY_ONESWEEP_ITEMS_8;
+  static constexpr int items = Items;
+  static constexpr int min_blocks = MinBlocks;
   static constexpr int tile = threads * items;
   static constexpr int warps = threads / 32;
+  static constexpr std::size_t counter_bytes = std::size_t(warps) * radix * 4;
+  static constexpr std::size_t key_bytes = std::size_t(tile) * sizeof(K);
+  static constexpr std::size_t value_bytes = has_values ? std::size_t(tile) * sizeof(V) : 0;
+  static constexpr std::size_t smem_bytes = counter_bytes + key_bytes + value_bytes;
 };
 
 template <class K, class V>
@@ -81,83 +83,103 @@ __device__ __forceinline__ void store_relaxed(std::uint32_t* p, std::uint32_t v)
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-//! Lanes of the warp whose digit equals d (d in [0, 256], 256 = no record). Eight ballots, one
-//! per digit bit, are cheaper than __match_any_sync on sm_70..sm_90; a ninth on the "no record"
-//! bit is needed only in the last, partial tile.
-__device__ __forceinline__ std::uint32_t match_digit(std::uint32_t d, bool full_tile) {
-#if defined(CANOPY_ONESWEEP_MATCH_ANY)  // measured 1.3x slower per sort on an H200; kept for re-measuring
-  return __match_any_sync(0xffffffffu, d);
-#endif
+//! Lanes of the warp whose digit equals d (d < 256): eight ballots, one per digit bit, are
+//! cheaper than __match_any_sync on sm_70..sm_90 (measured 1.3x per sort on an H200). Written in
+//! PTX so that each bit is five instructions (bit test, vote, predicated complement, mask); the
+//! C++ form was seven PTX instructions per bit (docs/performance/sort.md, run 5).
+__device__ __forceinline__ std::uint32_t match_digit(std::uint32_t d) {
   std::uint32_t peers = 0xffffffffu;
 #pragma unroll
   for (int b = 0; b < 8; ++b) {
-    const bool set = (d >> b) & 1u;
-    const std::uint32_t ballot = __ballot_sync(0xffffffffu, set);
-    peers &= set ? ballot : ~ballot;
-  }
-  if (!full_tile) {
-    const bool set = d >> 8;
-    const std::uint32_t ballot = __ballot_sync(0xffffffffu, set);
-    peers &= set ? ballot : ~ballot;
+    asm("{\n\t"
+        ".reg .pred on;\n\t"
+        ".reg .b32 votes;\n\t"
+        "and.b32 votes, %1, %2;\n\t"
+        "setp.ne.u32 on, votes, 0;\n\t"
+        "vote.sync.ballot.b32 votes, on, 0xffffffff;\n\t"
+        "@!on not.b32 votes, votes;\n\t"
+        "and.b32 %0, %0, votes;\n\t"
+        "}"
+        : "+r"(peers)
+        : "r"(d), "r"(1u << b));
   }
   return peers;
 }
 
-template <class K, class V>
-__global__ void __launch_bounds__(tuning<K, V>::threads, 2) onesweep_pass_kernel(pass_args<K, V> a) {
-  using T = tuning<K, V>;
-  constexpr int threads = T::threads, items = T::items, tile_size = T::tile, warps = T::warps;
-  constexpr bool has_values = !std::is_same_v<V, no_value>;
-  constexpr std::size_t record_bytes = (has_values && sizeof(V) > sizeof(K)) ? sizeof(V) : sizeof(K);
-  constexpr std::size_t exchange_bytes = tile_size * record_bytes;
-  constexpr std::size_t hist_bytes = 2 * std::size_t(warps) * radix * 4;  // counts + running offsets
-  // The per-warp digit counters and the exchange buffer are never live at the same time.
-  __shared__ alignas(16) unsigned char smem[exchange_bytes > hist_bytes ? exchange_bytes : hist_bytes];
+template <class K>
+__device__ __forceinline__ std::uint32_t digit_of(K ordered, int shift, std::uint32_t mask) {
+  return std::uint32_t(ordered >> shift) & mask;
+}
+
+//! One 8-bit LSD pass over one tile per block. Keys travel in registers and shared memory as
+//! their order-preserving bits (converted once on load and once on store), so a digit is a shift
+//! and a mask. The slots of a partial last tile hold the all-ones key: it has the largest digit
+//! and the highest positions, so it ranks after every real key and its shared slots are the
+//! tile's last ones, which are never written out (only that tile's own counts include them, and
+//! no later tile reads them).
+template <class K, class V, int Items, int MinBlocks>
+__global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args<K, V> a) {
+  using S = shape<K, V, Items, MinBlocks>;
+  constexpr int threads = S::threads, items = S::items, tile_size = S::tile, warps = S::warps;
+  constexpr bool has_values = S::has_values;
+  extern __shared__ __align__(16) unsigned char dyn_smem[];
+  std::uint32_t* counters = reinterpret_cast<std::uint32_t*>(dyn_smem);  // [warps][radix]
+  K* s_keys = reinterpret_cast<K*>(dyn_smem + S::counter_bytes);
+  V* s_vals = reinterpret_cast<V*>(dyn_smem + S::counter_bytes + S::key_bytes);  // pairs only
   __shared__ std::uint32_t s_delta[radix];  // global output slot of a digit's run minus its tile slot
   __shared__ std::uint32_t s_warp_sums[radix / 32];
   __shared__ std::uint32_t s_tile;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  std::uint32_t* warp_hist = reinterpret_cast<std::uint32_t*>(smem);  // [warps][radix]
   if (tid == 0) s_tile = atomicAdd(a.tile_counter, 1u);
-  for (int i = tid; i < int(hist_bytes / 4); i += threads) warp_hist[i] = 0;
+  for (int i = tid; i < warps * radix; i += threads) counters[i] = 0;
   __syncthreads();
   const std::uint32_t tile = s_tile;
   const std::uint32_t tile_base = tile * tile_size;
   const std::uint32_t tile_n = min(std::uint32_t(tile_size), a.n - tile_base);
+  const bool full_tile = tile_n == std::uint32_t(tile_size);
+  const int shift = a.shift;
+  const std::uint32_t mask = a.mask;
 
   // Warp-striped load: warp w owns positions [w*items*32, (w+1)*items*32) of the tile.
   const std::uint32_t warp_base = tile_base + std::uint32_t(warp) * items * 32;
   K keys[items];
-  std::uint32_t digit[items];  // radix marks a slot past the end
+  if (full_tile) {
 #pragma unroll
-  for (int i = 0; i < items; ++i) {
-    const std::uint32_t idx = warp_base + i * 32 + lane;
-    if (idx < a.n) {
-      keys[i] = a.keys_in[idx];
-      digit[i] = std::uint32_t(to_ordered_bits(keys[i], a.kind) >> a.shift) & a.mask;
-    } else {
-      digit[i] = radix;
+    for (int i = 0; i < items; ++i) keys[i] = a.keys_in[warp_base + i * 32 + lane];
+  } else {
+#pragma unroll
+    for (int i = 0; i < items; ++i) {
+      const std::uint32_t idx = warp_base + i * 32 + lane;
+      keys[i] = idx < a.n ? a.keys_in[idx] : K(0);
     }
   }
+  // The key kind is uniform: one branch per tile, not a select per key.
+  if (a.kind == key_kind::signed_integer) {
+#pragma unroll
+    for (int i = 0; i < items; ++i) keys[i] = to_ordered_bits(keys[i], key_kind::signed_integer);
+  } else if (a.kind == key_kind::floating_point) {
+#pragma unroll
+    for (int i = 0; i < items; ++i) keys[i] = to_ordered_bits(keys[i], key_kind::floating_point);
+  }
+  if (!full_tile) {
+#pragma unroll
+    for (int i = 0; i < items; ++i)
+      if (warp_base + i * 32 + lane >= a.n) keys[i] = K(~K(0));
+  }
 
-  std::uint32_t pos[items];
-  std::uint32_t* my_hist = warp_hist + warp * radix;
-  const std::uint32_t lanes_below = (1u << lane) - 1u;
-  const bool full_tile = tile_n == std::uint32_t(tile_size);
   // Early counts: per-warp digit counts by shared atomics first, so the tile's aggregate is
   // published before the (serial) ranking; ranking then starts from each warp's final offsets.
-  std::uint32_t* running = warp_hist + warps * radix;  // [warps][radix]
+  std::uint32_t* my_counts = counters + warp * radix;
 #pragma unroll
-  for (int i = 0; i < items; ++i)
-    if (digit[i] < radix) atomicAdd(&my_hist[digit[i]], 1u);
+  for (int i = 0; i < items; ++i) atomicAdd(&my_counts[digit_of(keys[i], shift, mask)], 1u);
   __syncthreads();
   std::uint32_t count = 0;
   if (tid < radix) {
 #pragma unroll
-    for (int w = 0; w < warps; ++w) {
-      const std::uint32_t c = warp_hist[w * radix + tid];
-      running[w * radix + tid] = count;
+    for (int w = 0; w < warps; ++w) {  // in place: count of (w, d) -> warps before w's count of d
+      const std::uint32_t c = counters[w * radix + tid];
+      counters[w * radix + tid] = count;
       count += c;
     }
     store_relaxed(a.lookback + std::size_t(tile) * radix + tid, (tile == 0 ? flag_inclusive : flag_aggregate) | count);
@@ -177,19 +199,38 @@ __global__ void __launch_bounds__(tuning<K, V>::threads, 2) onesweep_pass_kernel
     local_start = inclusive - count;
     for (int w = 0; w < warp; ++w) local_start += s_warp_sums[w];
 #pragma unroll
-    for (int w = 0; w < warps; ++w) running[w * radix + tid] += local_start;
+    for (int w = 0; w < warps; ++w) counters[w * radix + tid] += local_start;
   }
   __syncthreads();
-  std::uint32_t* my_running = running + warp * radix;
+
+  // Stable warp ranking in position order (item i, then lane): equal digits grouped by ballots;
+  // the group's lowest lane adds the group's size to the warp's running offset of that digit.
+  std::uint32_t pos[items];
+  const std::uint32_t lanes_below = (1u << lane) - 1u;
 #pragma unroll
   for (int i = 0; i < items; ++i) {
-    const std::uint32_t d = digit[i];
-    const std::uint32_t peers = match_digit(d, full_tile);
+    const std::uint32_t d = digit_of(keys[i], shift, mask);
+    const std::uint32_t peers = match_digit(d);
     const int leader = __ffs(peers) - 1;
     std::uint32_t before = 0;
-    if (d < radix && lane == leader) before = atomicAdd(&my_running[d], std::uint32_t(__popc(peers)));
+    if (lane == leader) before = atomicAdd(&my_counts[d], std::uint32_t(__popc(peers)));
     pos[i] = __shfl_sync(0xffffffffu, before, leader) + __popc(peers & lanes_below);
     __syncwarp();  // item i+1's counter update must follow item i's, whichever lanes lead them
+  }
+  // The exchange buffers do not alias the counters: each warp places its records as soon as it
+  // has ranked them, while warps 0-7 also walk the look-back.
+#pragma unroll
+  for (int i = 0; i < items; ++i) s_keys[pos[i]] = keys[i];
+  if constexpr (has_values) {
+    __syncwarp();  // keeps the value loads after the key stores: keys[] is dead before vals[] lives
+    V vals[items];
+#pragma unroll
+    for (int i = 0; i < items; ++i) {
+      const std::uint32_t idx = warp_base + i * 32 + lane;
+      vals[i] = (full_tile || idx < a.n) ? (a.vals_in ? a.vals_in[idx] : V(idx)) : V(0);
+    }
+#pragma unroll
+    for (int i = 0; i < items; ++i) s_vals[pos[i]] = vals[i];
   }
   if (tid < radix) {
     std::uint32_t prefix = 0;
@@ -216,87 +257,115 @@ __global__ void __launch_bounds__(tuning<K, V>::threads, 2) onesweep_pass_kernel
     }
     s_delta[tid] = a.digit_offsets[tid] + prefix - local_start;
   }
-  __syncthreads();  // the exchange buffer overwrites the counters
-
-  K* s_keys = reinterpret_cast<K*>(smem);
-#pragma unroll
-  for (int i = 0; i < items; ++i)
-    if (digit[i] < radix) s_keys[pos[i]] = keys[i];
   __syncthreads();
 
-  std::uint32_t out_slot[items];
-#pragma unroll
-  for (int k = 0; k < items; ++k) {
-    const std::uint32_t j = tid + k * threads;
-    if (j < tile_n) {
-      const K key = s_keys[j];
-      const std::uint32_t d = std::uint32_t(to_ordered_bits(key, a.kind) >> a.shift) & a.mask;
-      out_slot[k] = s_delta[d] + j;
-      if (a.keys_out) a.keys_out[out_slot[k]] = key;
-    }
-  }
-
-  if constexpr (has_values) {
-    V vals[items];
-#pragma unroll
-    for (int i = 0; i < items; ++i) {
-      const std::uint32_t idx = warp_base + i * 32 + lane;
-      if (idx < a.n) vals[i] = a.vals_in ? a.vals_in[idx] : V(idx);
-    }
-    __syncthreads();
-    V* s_vals = reinterpret_cast<V*>(smem);
-#pragma unroll
-    for (int i = 0; i < items; ++i)
-      if (digit[i] < radix) s_vals[pos[i]] = vals[i];
-    __syncthreads();
+  // Each digit's run leaves the block contiguously (coalesced writes). One copy of the loop per
+  // key kind (and one writing no keys), chosen once per tile.
+  const auto write_out = [&](auto write_keys, auto kind) {
 #pragma unroll
     for (int k = 0; k < items; ++k) {
       const std::uint32_t j = tid + k * threads;
-      if (j < tile_n) a.vals_out[out_slot[k]] = s_vals[j];
+      if (full_tile || j < tile_n) {
+        const K key = s_keys[j];
+        const std::uint32_t slot = s_delta[digit_of(key, shift, mask)] + j;
+        if constexpr (decltype(write_keys)::value) a.keys_out[slot] = from_ordered_bits(key, decltype(kind)::value);
+        if constexpr (has_values) a.vals_out[slot] = s_vals[j];
+      }
+    }
+  };
+  using yes = std::true_type;
+  using unsigned_kind = std::integral_constant<key_kind, key_kind::unsigned_integer>;
+  if (has_values && !a.keys_out) write_out(std::false_type{}, unsigned_kind{});
+  else if (a.kind == key_kind::signed_integer)
+    write_out(yes{}, std::integral_constant<key_kind, key_kind::signed_integer>{});
+  else if (a.kind == key_kind::floating_point)
+    write_out(yes{}, std::integral_constant<key_kind, key_kind::floating_point>{});
+  else
+    write_out(yes{}, unsigned_kind{});
+}
+
+//! Counts the digits of passes [0, passes) of every key into hist[pass][256] (zeroed before).
+//! Keys are read as 16-byte vectors, `hist_vectors` per thread per step, each vector of the step
+//! a grid-stride apart (so every load of the warp is coalesced and all of a step's loads are in
+//! flight before the first count). A vector whose keys share a pass's digit adds its count in one
+//! shared atomic, so sorted or constant inputs serialise less on one counter. The few keys before
+//! the first 16-byte boundary and after the last whole vector are counted one by one by block 0.
+constexpr int hist_threads = 256;
+constexpr int hist_vectors = 4;
+__device__ __forceinline__ void unpack(const uint4& r, std::uint32_t (&k)[4]) {
+  k[0] = r.x, k[1] = r.y, k[2] = r.z, k[3] = r.w;
+}
+__device__ __forceinline__ void unpack(const uint4& r, std::uint64_t (&k)[2]) {
+  k[0] = (std::uint64_t(r.y) << 32) | r.x;
+  k[1] = (std::uint64_t(r.w) << 32) | r.z;
+}
+
+template <class K>
+__device__ __forceinline__ void count_digits(std::uint32_t* s_hist, const K (&k)[16 / sizeof(K)], int count,
+                                             int begin_bit, int end_bit, int passes, key_kind kind) {
+  constexpr int per = 16 / sizeof(K);
+  K ordered[per];
+#pragma unroll
+  for (int i = 0; i < per; ++i) ordered[i] = to_ordered_bits(k[i], kind);
+#pragma unroll
+  for (int p = 0; p < max_passes; ++p) {
+    if (p < passes) {
+      const int shift = begin_bit + 8 * p;
+      const int bits = min(8, end_bit - shift);
+      const std::uint32_t mask = (1u << bits) - 1u;
+      std::uint32_t d[per];
+      bool same = count == per;
+#pragma unroll
+      for (int i = 0; i < per; ++i) {
+        d[i] = std::uint32_t(ordered[i] >> shift) & mask;
+        same = same && d[i] == d[0];
+      }
+      if (same) {
+        atomicAdd(&s_hist[p * radix + d[0]], std::uint32_t(per));
+      } else {
+#pragma unroll
+        for (int i = 0; i < per; ++i)
+          if (i < count) atomicAdd(&s_hist[p * radix + d[i]], 1u);
+      }
     }
   }
 }
 
-//! Counts the digits of passes [0, passes) of every key into hist[pass][256] (zeroed before).
-//! Each thread takes `hist_items` consecutive keys per step (independent loads in flight hide
-//! memory latency); runs of equal digits within them are merged before the shared atomic, so that
-//! sorted or constant inputs do not serialise on one counter.
-constexpr int hist_items = 8;
 template <class K>
-__global__ void __launch_bounds__(256) digit_histogram_kernel(const K* keys, std::uint32_t n, int begin_bit,
-                                                              int end_bit, int passes, key_kind kind,
-                                                              std::uint32_t* hist) {
+__global__ void __launch_bounds__(hist_threads) digit_histogram_kernel(const K* keys, std::uint32_t n, int begin_bit,
+                                                                       int end_bit, int passes, key_kind kind,
+                                                                       std::uint32_t* hist) {
+  constexpr int per = 16 / sizeof(K);
   __shared__ std::uint32_t s_hist[max_passes * radix];
   for (int i = threadIdx.x; i < passes * radix; i += blockDim.x) s_hist[i] = 0;
   __syncthreads();
-  const std::size_t step = std::size_t(gridDim.x) * blockDim.x * hist_items;
-  for (std::size_t base = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) * hist_items; base < n; base += step) {
-    K ordered[hist_items];
-    const int count = int(min(std::size_t(hist_items), n - base));
+  const std::size_t misalign = reinterpret_cast<std::uintptr_t>(keys) & 15u;
+  const std::uint32_t head = min(n, std::uint32_t(((16 - misalign) & 15u) / sizeof(K)));
+  const std::uint32_t vectors = (n - head) / per;
+  const std::uint32_t tail_begin = head + vectors * per;
+  const uint4* vec = reinterpret_cast<const uint4*>(keys + head);
+  const std::uint32_t stride = gridDim.x * blockDim.x;
+  for (std::uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < vectors; v += hist_vectors * stride) {
+    uint4 r[hist_vectors];
 #pragma unroll
-    for (int i = 0; i < hist_items; ++i)
-      if (i < count) ordered[i] = to_ordered_bits(keys[base + i], kind);
+    for (int u = 0; u < hist_vectors; ++u)
+      if (v + u * stride < vectors) r[u] = vec[v + u * stride];
 #pragma unroll
-    for (int p = 0; p < max_passes; ++p) {
-      if (p < passes) {
-        const int shift = begin_bit + 8 * p;
-        const int bits = min(8, end_bit - shift);
-        const std::uint32_t mask = (1u << bits) - 1u;
-        std::uint32_t run_digit = std::uint32_t(ordered[0] >> shift) & mask, run = 1;
-#pragma unroll
-        for (int i = 1; i < hist_items; ++i) {
-          if (i < count) {
-            const std::uint32_t d = std::uint32_t(ordered[i] >> shift) & mask;
-            if (d != run_digit) {
-              atomicAdd(&s_hist[p * radix + run_digit], run);
-              run_digit = d;
-              run = 0;
-            }
-            ++run;
-          }
-        }
-        atomicAdd(&s_hist[p * radix + run_digit], run);
+    for (int u = 0; u < hist_vectors; ++u) {
+      if (v + u * stride < vectors) {
+        K k[per];
+        unpack(r[u], k);
+        count_digits(s_hist, k, per, begin_bit, end_bit, passes, kind);
       }
+    }
+  }
+  if (blockIdx.x == 0) {
+    // At most per-1 keys before the first boundary and per-1 after the last vector.
+    const std::uint32_t i = threadIdx.x < head ? threadIdx.x : tail_begin + (threadIdx.x - head);
+    if (threadIdx.x < 2 * per && i < n && (threadIdx.x < head || i >= tail_begin)) {
+      K k[per] = {};
+      k[0] = keys[i];
+      count_digits(s_hist, k, 1, begin_bit, end_bit, passes, kind);
     }
   }
   __syncthreads();
