@@ -6,6 +6,7 @@
 #include <canopy/core/detail/merge_kernels.cuh>
 
 #include <cstddef>
+#include <cstdlib>
 #include <utility>
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
@@ -29,33 +30,86 @@ struct merge_sort_tuning {
                                              : merge_odd_floor(40960 / (threads * bytes) < 7 ? 40960 / (threads * bytes) : 7);
 };
 
+//! Launches kernel<<<grid, block, 0, stream>>>(args...), with programmatic dependent launch
+//! (cudaLaunchAttributeProgrammaticStreamSerialization) when `pdl`: the kernel may then be
+//! scheduled while the previous kernel of the stream finishes; it waits for it in
+//! merge_pdl_trigger_and_wait before touching memory.
+template <class... Params, class... Args>
+void merge_launch(bool pdl, void (*kernel)(Params...), unsigned grid, unsigned block, cudaStream_t stream,
+                  const char* what, Args... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(block);
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = pdl ? 1 : 0;
+  const cudaError_t status = cudaLaunchKernelEx(&config, kernel, Params(args)...);
+  if (status != cudaSuccess) throw_cuda_error(static_cast<int>(status), what, __FILE__, __LINE__);
+}
+
+inline int merge_experiment() {
+  static const int v = [] {
+    const char* e = std::getenv("CANOPY_MERGE_EXP");
+    return e ? std::atoi(e) : 0;
+  }();
+  return v;
+}
+
 //! Sorts n >= 2 items on ctx's stream: one tile-sort pass, then ceil(log2(tiles)) merge passes
 //! ping-ponging with a temporary copy, arranged so that the last pass writes into keys/values.
 template <class Key, class Value, bool HasValues, int Threads = merge_sort_tuning<Key, Value, HasValues>::threads,
           int Items = merge_sort_tuning<Key, Value, HasValues>::items, class Comp>
 void merge_sort_cuda(context& ctx, Key* keys, Value* values, std::size_t n, Comp comp) {
+  const int exp = merge_experiment();
+  const bool warp_partition = exp & 1, fused = exp & 2;
+  const bool pdl = (exp & 4) && ctx.device().compute_capability_major >= 9;
   constexpr std::size_t tile = std::size_t(Threads) * Items;
   const std::size_t tiles = (n + tile - 1) / tile;
   int passes = 0;
   for (std::size_t w = tile; w < n; w *= 2) ++passes;
   buffer<Key> tmp_k(ctx, passes ? n : 0);
   buffer<Value> tmp_v(ctx, HasValues && passes ? n : 0);
-  buffer<std::size_t> splits(ctx, passes ? tiles + 1 : 0);
+  buffer<std::size_t> splits(ctx, passes && !fused ? tiles + 1 : 0);
   Key* src_k = (passes % 2) ? tmp_k.data() : keys;
   Value* src_v = (passes % 2) ? tmp_v.data() : values;
   Key* dst_k = (passes % 2) ? keys : tmp_k.data();
   Value* dst_v = (passes % 2) ? values : tmp_v.data();
   cudaStream_t stream = ctx.stream();
-  merge_block_sort_kernel<Key, Value, HasValues, Threads, Items>
-      <<<unsigned(tiles), Threads, 0, stream>>>(keys, values, src_k, src_v, n, comp);
-  CANOPY_CUDA_CHECK_LAUNCH("canopy::merge_sort (tile sort)");
+  merge_launch(false, merge_block_sort_kernel<Key, Value, HasValues, Threads, Items, Comp>, unsigned(tiles), Threads,
+               stream, "launch of canopy::merge_sort (tile sort)", static_cast<const Key*>(keys),
+               static_cast<const Value*>(values), src_k, src_v, n, comp);
   for (std::size_t w = tile; w < n; w *= 2) {
-    const unsigned partition_blocks = unsigned((tiles + 1 + 255) / 256);
-    merge_partition_kernel<<<partition_blocks, 256, 0, stream>>>(src_k, n, w, tile, tiles, splits.data(), comp);
-    CANOPY_CUDA_CHECK_LAUNCH("canopy::merge_sort (partition)");
-    merge_pass_kernel<Key, Value, HasValues, Threads, Items>
-        <<<unsigned(tiles), Threads, 0, stream>>>(src_k, src_v, dst_k, dst_v, n, w, splits.data(), comp);
-    CANOPY_CUDA_CHECK_LAUNCH("canopy::merge_sort (merge pass)");
+    if (fused) {
+      if (exp & 8) {
+        merge_launch(pdl, merge_pass_fused_kernel<Key, Value, HasValues, Threads, Items, 5, Comp>, unsigned(tiles),
+                     Threads, stream, "launch of canopy::merge_sort (merge pass)", static_cast<const Key*>(src_k),
+                     static_cast<const Value*>(src_v), dst_k, dst_v, n, w, comp);
+      } else {
+        merge_launch(pdl, merge_pass_fused_kernel<Key, Value, HasValues, Threads, Items, 1, Comp>, unsigned(tiles),
+                     Threads, stream, "launch of canopy::merge_sort (merge pass)", static_cast<const Key*>(src_k),
+                     static_cast<const Value*>(src_v), dst_k, dst_v, n, w, comp);
+      }
+    } else {
+      if (warp_partition) {
+        const unsigned partition_blocks = unsigned(((tiles + 1) * 32 + 255) / 256);
+        merge_launch(pdl, merge_partition_warp_kernel<Key, Comp>, partition_blocks, 256, stream,
+                     "launch of canopy::merge_sort (partition)", static_cast<const Key*>(src_k), n, w, tile, tiles,
+                     splits.data(), comp);
+      } else {
+        const unsigned partition_blocks = unsigned((tiles + 1 + 255) / 256);
+        merge_launch(pdl, merge_partition_kernel<Key, Comp>, partition_blocks, 256, stream,
+                     "launch of canopy::merge_sort (partition)", static_cast<const Key*>(src_k), n, w, tile, tiles,
+                     splits.data(), comp);
+      }
+      merge_launch(pdl, merge_pass_kernel<Key, Value, HasValues, Threads, Items, Comp>, unsigned(tiles), Threads,
+                   stream, "launch of canopy::merge_sort (merge pass)", static_cast<const Key*>(src_k),
+                   static_cast<const Value*>(src_v), dst_k, dst_v, n, w, static_cast<const std::size_t*>(splits.data()),
+                   comp);
+    }
     std::swap(src_k, dst_k);
     std::swap(src_v, dst_v);
   }
