@@ -59,60 +59,59 @@ inline int merge_experiment() {
   return v;
 }
 
-//! Sorts n >= 2 items on ctx's stream: one tile-sort pass, then ceil(log2(tiles)) merge passes
-//! ping-ponging with a temporary copy, arranged so that the last pass writes into keys/values.
-template <class Key, class Value, bool HasValues, int Threads = merge_sort_tuning<Key, Value, HasValues>::threads,
-          int Items = merge_sort_tuning<Key, Value, HasValues>::items, class Comp>
-void merge_sort_cuda(context& ctx, Key* keys, Value* values, std::size_t n, Comp comp) {
-  const int exp = merge_experiment();
-  const bool warp_partition = exp & 1, fused = exp & 2;
-  const bool pdl = (exp & 4) && ctx.device().compute_capability_major >= 9;
-  constexpr std::size_t tile = std::size_t(Threads) * Items;
+//! Sorts n >= 2 items on ctx's stream: one tile-sort pass (SortThreads x Items items per tile), then
+//! ceil(log2(tiles)) merge passes (MergeThreads x Items outputs per block; SortThreads is a
+//! multiple of MergeThreads, so no merge tile straddles two pairs of runs) ping-ponging with a
+//! temporary copy, arranged so that the last pass writes into keys/values.
+template <class Key, class Value, bool HasValues, int SortThreads, int MergeThreads, int Items, class Comp>
+void merge_sort_cuda_shape(context& ctx, Key* keys, Value* values, std::size_t n, Comp comp, bool pdl) {
+  static_assert(SortThreads % MergeThreads == 0, "a sorted tile must be a whole number of merge tiles");
+  constexpr std::size_t sort_tile = std::size_t(SortThreads) * Items;
+  constexpr std::size_t tile = std::size_t(MergeThreads) * Items;
+  const std::size_t sort_tiles = (n + sort_tile - 1) / sort_tile;
   const std::size_t tiles = (n + tile - 1) / tile;
   int passes = 0;
-  for (std::size_t w = tile; w < n; w *= 2) ++passes;
+  for (std::size_t w = sort_tile; w < n; w *= 2) ++passes;
   buffer<Key> tmp_k(ctx, passes ? n : 0);
   buffer<Value> tmp_v(ctx, HasValues && passes ? n : 0);
-  buffer<std::size_t> splits(ctx, passes && !fused ? tiles + 1 : 0);
+  buffer<std::size_t> splits(ctx, passes ? tiles + 1 : 0);
   Key* src_k = (passes % 2) ? tmp_k.data() : keys;
   Value* src_v = (passes % 2) ? tmp_v.data() : values;
   Key* dst_k = (passes % 2) ? keys : tmp_k.data();
   Value* dst_v = (passes % 2) ? values : tmp_v.data();
   cudaStream_t stream = ctx.stream();
-  merge_launch(false, merge_block_sort_kernel<Key, Value, HasValues, Threads, Items, Comp>, unsigned(tiles), Threads,
-               stream, "launch of canopy::merge_sort (tile sort)", static_cast<const Key*>(keys),
+  merge_launch(false, merge_block_sort_kernel<Key, Value, HasValues, SortThreads, Items, Comp>, unsigned(sort_tiles),
+               SortThreads, stream, "launch of canopy::merge_sort (tile sort)", static_cast<const Key*>(keys),
                static_cast<const Value*>(values), src_k, src_v, n, comp);
-  for (std::size_t w = tile; w < n; w *= 2) {
-    if (fused) {
-      if (exp & 8) {
-        merge_launch(pdl, merge_pass_fused_kernel<Key, Value, HasValues, Threads, Items, 5, Comp>, unsigned(tiles),
-                     Threads, stream, "launch of canopy::merge_sort (merge pass)", static_cast<const Key*>(src_k),
-                     static_cast<const Value*>(src_v), dst_k, dst_v, n, w, comp);
-      } else {
-        merge_launch(pdl, merge_pass_fused_kernel<Key, Value, HasValues, Threads, Items, 1, Comp>, unsigned(tiles),
-                     Threads, stream, "launch of canopy::merge_sort (merge pass)", static_cast<const Key*>(src_k),
-                     static_cast<const Value*>(src_v), dst_k, dst_v, n, w, comp);
-      }
-    } else {
-      if (warp_partition) {
-        const unsigned partition_blocks = unsigned(((tiles + 1) * 32 + 255) / 256);
-        merge_launch(pdl, merge_partition_warp_kernel<Key, Comp>, partition_blocks, 256, stream,
-                     "launch of canopy::merge_sort (partition)", static_cast<const Key*>(src_k), n, w, tile, tiles,
-                     splits.data(), comp);
-      } else {
-        const unsigned partition_blocks = unsigned((tiles + 1 + 255) / 256);
-        merge_launch(pdl, merge_partition_kernel<Key, Comp>, partition_blocks, 256, stream,
-                     "launch of canopy::merge_sort (partition)", static_cast<const Key*>(src_k), n, w, tile, tiles,
-                     splits.data(), comp);
-      }
-      merge_launch(pdl, merge_pass_kernel<Key, Value, HasValues, Threads, Items, Comp>, unsigned(tiles), Threads,
-                   stream, "launch of canopy::merge_sort (merge pass)", static_cast<const Key*>(src_k),
-                   static_cast<const Value*>(src_v), dst_k, dst_v, n, w, static_cast<const std::size_t*>(splits.data()),
-                   comp);
-    }
+  for (std::size_t w = sort_tile; w < n; w *= 2) {
+    const unsigned partition_blocks = unsigned((tiles + 1 + 255) / 256);
+    merge_launch(pdl, merge_partition_kernel<Key, Comp>, partition_blocks, 256, stream,
+                 "launch of canopy::merge_sort (partition)", static_cast<const Key*>(src_k), n, w, tile, tiles,
+                 splits.data(), comp);
+    merge_launch(pdl, merge_pass_kernel<Key, Value, HasValues, MergeThreads, Items, Comp>, unsigned(tiles),
+                 MergeThreads, stream, "launch of canopy::merge_sort (merge pass)", static_cast<const Key*>(src_k),
+                 static_cast<const Value*>(src_v), dst_k, dst_v, n, w, static_cast<const std::size_t*>(splits.data()),
+                 comp);
     std::swap(src_k, dst_k);
     std::swap(src_v, dst_v);
   }
+}
+
+template <class Key, class Value, bool HasValues, int Threads = merge_sort_tuning<Key, Value, HasValues>::threads,
+          int Items = merge_sort_tuning<Key, Value, HasValues>::items, class Comp>
+void merge_sort_cuda(context& ctx, Key* keys, Value* values, std::size_t n, Comp comp) {
+  const int exp = merge_experiment();
+  const bool pdl = (exp & 1) && ctx.device().compute_capability_major >= 9;
+  if constexpr (!HasValues && sizeof(Key) <= 4 && Threads == 256) {
+    switch (exp & 14) {
+      case 12: return merge_sort_cuda_shape<Key, Value, HasValues, 384, 128, Items>(ctx, keys, values, n, comp, pdl);
+      case 2: return merge_sort_cuda_shape<Key, Value, HasValues, 512, 256, Items>(ctx, keys, values, n, comp, pdl);
+      case 4: return merge_sort_cuda_shape<Key, Value, HasValues, 256, 128, Items>(ctx, keys, values, n, comp, pdl);
+      case 6: return merge_sort_cuda_shape<Key, Value, HasValues, 512, 128, Items>(ctx, keys, values, n, comp, pdl);
+      default: break;
+    }
+  }
+  merge_sort_cuda_shape<Key, Value, HasValues, Threads, Threads, Items>(ctx, keys, values, n, comp, pdl);
 }
 
 }  // namespace canopy::detail

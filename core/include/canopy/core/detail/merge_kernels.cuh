@@ -36,33 +36,6 @@ __device__ __forceinline__ Index merge_path(const Key* a, Index a_len, const Key
   return lo;
 }
 
-//! merge_path for a whole warp (all 32 lanes call it with the same arguments; all get the result):
-//! each step probes 32 evenly spaced candidates at once and keeps the gap where the predicate
-//! turns true, so a range of 2^27 takes 6 dependent steps (two loads per lane each) instead of 27.
-//! Same result as merge_path for sorted runs; with a broken comparator it still stays in range.
-template <class Index, class Key, class Comp>
-__device__ __forceinline__ Index merge_path_warp(const Key* a, Index a_len, const Key* b, Index b_len, Index diag,
-                                                 Comp comp, int lane) {
-  Index lo = diag > b_len ? diag - b_len : Index(0);
-  Index hi = diag < a_len ? diag : a_len;
-  while (lo < hi) {  // lo and hi are warp-uniform
-    const Index range = hi - lo;
-    const Index step = (range + 31) / 32;  // probes lo + step - 1, lo + 2 step - 1, ...
-    const Index probes = range / step;     // those below hi (>= 1)
-    const Index x = lo + (Index(lane) + 1) * step - 1;
-    const bool take_b = Index(lane) < probes && comp(b[diag - 1 - x], a[x]);
-    const unsigned hit = __ballot_sync(0xffffffffu, take_b);
-    if (hit) {
-      const Index f = Index(__ffs(int(hit)) - 1);
-      hi = lo + (f + 1) * step - 1;
-      lo = lo + f * step;
-    } else {
-      lo = lo + probes * step;
-    }
-  }
-  return lo;
-}
-
 //! Programmatic dependent launch (sm_90): lets the next kernel of the stream be scheduled while
 //! this one finishes its last blocks, and makes this kernel wait for the previous one before it
 //! touches memory. No-ops on older devices and for kernels launched without the attribute.
@@ -267,23 +240,6 @@ __device__ __forceinline__ std::size_t merge_split_at(const Key* in, std::size_t
 }
 
 //! splits[j] = merge_split_at(position min(j*tile, n)) for j in [0, tiles].
-//! As merge_partition_kernel with one warp per split (merge_path_warp).
-template <class Key, class Comp>
-__global__ void merge_partition_warp_kernel(const Key* in, std::size_t n, std::size_t width, std::size_t tile,
-                                            std::size_t tiles, std::size_t* splits, Comp comp) {
-  merge_pdl_trigger_and_wait();
-  const std::size_t j = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  if (j > tiles) return;
-  const int lane = int(threadIdx.x & 31);
-  const std::size_t p = j * tile < n ? j * tile : n;
-  const std::size_t pair_start = p / (2 * width) * (2 * width);
-  const std::size_t a_end = pair_start + width < n ? pair_start + width : n;
-  const std::size_t b_end = pair_start + 2 * width < n ? pair_start + 2 * width : n;
-  const std::size_t a = merge_path_warp<std::size_t>(in + pair_start, a_end - pair_start, in + a_end, b_end - a_end,
-                                                     p - pair_start, comp, lane);
-  if (lane == 0) splits[j] = pair_start + a;
-}
-
 template <class Key, class Comp>
 __global__ void merge_partition_kernel(const Key* in, std::size_t n, std::size_t width, std::size_t tile,
                                        std::size_t tiles, std::size_t* splits, Comp comp) {
@@ -375,38 +331,6 @@ __global__ void __launch_bounds__(Threads) merge_pass_kernel(const Key* in_k, co
   // splits[j + 1] belongs to the next pair when this tile ends the pair.
   const std::size_t a1 = p1 == pair_end ? a_end : splits[blockIdx.x + 1];
   merge_tile<Key, Value, HasValues, Threads, Items>(in_k, in_v, out_k, out_v, n, width, p0, p1, a0, a1, s, comp);
-}
-
-//! One device-wide merge pass without a partition kernel: warps 0 and 1 of block j find the
-//! merge-path splits at the tile's two ends (merge_path_warp), then the block merges its tile.
-template <class Key, class Value, bool HasValues, int Threads, int Items, int MinBlocks, class Comp>
-__global__ void __launch_bounds__(Threads, MinBlocks) merge_pass_fused_kernel(const Key* in_k, const Value* in_v, Key* out_k,
-                                                                   Value* out_v, std::size_t n, std::size_t width,
-                                                                   Comp comp) {
-  static_assert(Threads >= 64, "merge_pass_fused_kernel needs two warps");
-  merge_pdl_trigger_and_wait();
-  constexpr int tile = Threads * Items;
-  __shared__ group_storage<Key, Value, HasValues, tile> s;
-  __shared__ std::size_t split[2];
-  const std::size_t p0 = std::size_t(blockIdx.x) * tile;
-  const std::size_t p1 = p0 + tile < n ? p0 + tile : n;
-  const std::size_t pair_start = p0 / (2 * width) * (2 * width);
-  const std::size_t pair_end = pair_start + 2 * width < n ? pair_start + 2 * width : n;
-  const std::size_t a_end = pair_start + width < n ? pair_start + width : n;
-  const int warp = int(threadIdx.x / 32);
-  if (warp < 2) {
-    // Both ends lie in this pair; the end of the pair takes all of the first run.
-    const std::size_t p = warp ? p1 : p0;
-    std::size_t a = a_end;
-    if (!(warp == 1 && p1 == pair_end)) {
-      a = pair_start + merge_path_warp<std::size_t>(in_k + pair_start, a_end - pair_start, in_k + a_end,
-                                                    pair_end - a_end, p - pair_start, comp, int(threadIdx.x & 31));
-    }
-    if ((threadIdx.x & 31) == 0) split[warp] = a;
-  }
-  __syncthreads();
-  merge_tile<Key, Value, HasValues, Threads, Items>(in_k, in_v, out_k, out_v, n, width, p0, p1, split[0], split[1], s,
-                                                    comp);
 }
 
 }  // namespace canopy::detail
