@@ -6,7 +6,6 @@
 #include <canopy/core/detail/merge_kernels.cuh>
 
 #include <cstddef>
-#include <cstdlib>
 #include <utility>
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
@@ -18,9 +17,12 @@ constexpr int merge_odd_floor(int x) { return x < 1 ? 1 : (x % 2 ? x : x - 1); }
 
 //! Threads per block and items per thread of merge sort. Items stay odd so that blocked shared
 //! accesses at stride Items are free of bank conflicts (measured on H200, 2^26 u32 keys: 256 x 15
-//! takes 3.4 ms, 256 x 16 takes 5.9 ms); the tile (Threads*Items items of key + value) stays under
-//! 40 KiB of static shared memory. Larger tiles mean fewer device-wide passes: 256 x 23 measured
-//! best for 4-byte keys (docs/performance/merge_sort.md).
+//! takes 3.4 ms, 256 x 16 takes 5.9 ms); a tile (threads * items items of key + value) stays under
+//! 48 KiB of static shared memory. Larger tiles mean fewer device-wide passes: 256 x 23 measured
+//! best for the merge blocks of 4-byte keys. The tile sort of 4-byte keys (keys only) uses
+//! 512 x 23 = 11776 items: one merge pass fewer than 5888-item tiles at 2^26 (13 instead of 14) and
+//! 2^28 (15 instead of 16) for one more shared-memory merge round (measured 2^26: 3.146 -> 3.127 ms,
+//! 2^28: 13.16 -> 13.02 ms; docs/performance/merge_sort.md).
 template <class Key, class Value, bool HasValues>
 struct merge_sort_tuning {
   static constexpr int bytes = int(sizeof(Key) + (HasValues ? sizeof(Value) : 0));
@@ -28,12 +30,13 @@ struct merge_sort_tuning {
   static constexpr int items = bytes <= 4    ? 23
                                : bytes <= 8  ? 11
                                              : merge_odd_floor(40960 / (threads * bytes) < 7 ? 40960 / (threads * bytes) : 7);
+  static constexpr int sort_threads = bytes <= 4 ? 512 : threads;
 };
 
 //! Launches kernel<<<grid, block, 0, stream>>>(args...), with programmatic dependent launch
 //! (cudaLaunchAttributeProgrammaticStreamSerialization) when `pdl`: the kernel may then be
-//! scheduled while the previous kernel of the stream finishes; it waits for it in
-//! merge_pdl_trigger_and_wait before touching memory.
+//! scheduled while the previous kernel of the stream finishes its last blocks; it waits for that
+//! kernel in merge_pdl_trigger_and_wait before it touches memory.
 template <class... Params, class... Args>
 void merge_launch(bool pdl, void (*kernel)(Params...), unsigned grid, unsigned block, cudaStream_t stream,
                   const char* what, Args... args) {
@@ -51,25 +54,25 @@ void merge_launch(bool pdl, void (*kernel)(Params...), unsigned grid, unsigned b
   if (status != cudaSuccess) throw_cuda_error(static_cast<int>(status), what, __FILE__, __LINE__);
 }
 
-inline int merge_experiment() {
-  static const int v = [] {
-    const char* e = std::getenv("CANOPY_MERGE_EXP");
-    return e ? std::atoi(e) : 0;
-  }();
-  return v;
-}
-
 //! Sorts n >= 2 items on ctx's stream: one tile-sort pass (SortThreads x Items items per tile), then
-//! ceil(log2(tiles)) merge passes (MergeThreads x Items outputs per block; SortThreads is a
+//! ceil(log2(sorted tiles)) merge passes (MergeThreads x Items outputs per block; SortThreads is a
 //! multiple of MergeThreads, so no merge tile straddles two pairs of runs) ping-ponging with a
 //! temporary copy, arranged so that the last pass writes into keys/values.
-template <class Key, class Value, bool HasValues, int SortThreads, int MergeThreads, int Items, class Comp>
-void merge_sort_cuda_shape(context& ctx, Key* keys, Value* values, std::size_t n, Comp comp, bool pdl) {
+//!
+//! The partition and merge kernels are launched with programmatic dependent launch on sm_90+ below
+//! 2^27 items, where it measured faster (H200, u32 keys: 2^24 0.861 -> 0.830 ms, 2^26 3.127 ->
+//! 3.122 ms); at 2^28 it measured 0.4-1.1% slower in all four comparisons, so it stays off there.
+template <class Key, class Value, bool HasValues,
+          int SortThreads = merge_sort_tuning<Key, Value, HasValues>::sort_threads,
+          int MergeThreads = merge_sort_tuning<Key, Value, HasValues>::threads,
+          int Items = merge_sort_tuning<Key, Value, HasValues>::items, class Comp>
+void merge_sort_cuda(context& ctx, Key* keys, Value* values, std::size_t n, Comp comp) {
   static_assert(SortThreads % MergeThreads == 0, "a sorted tile must be a whole number of merge tiles");
   constexpr std::size_t sort_tile = std::size_t(SortThreads) * Items;
   constexpr std::size_t tile = std::size_t(MergeThreads) * Items;
   const std::size_t sort_tiles = (n + sort_tile - 1) / sort_tile;
   const std::size_t tiles = (n + tile - 1) / tile;
+  const bool pdl = ctx.device().compute_capability_major >= 9 && n < (std::size_t(1) << 27);
   int passes = 0;
   for (std::size_t w = sort_tile; w < n; w *= 2) ++passes;
   buffer<Key> tmp_k(ctx, passes ? n : 0);
@@ -80,6 +83,7 @@ void merge_sort_cuda_shape(context& ctx, Key* keys, Value* values, std::size_t n
   Key* dst_k = (passes % 2) ? keys : tmp_k.data();
   Value* dst_v = (passes % 2) ? values : tmp_v.data();
   cudaStream_t stream = ctx.stream();
+  // The tile sort follows the caller's work, which need not signal a dependent launch: plain launch.
   merge_launch(false, merge_block_sort_kernel<Key, Value, HasValues, SortThreads, Items, Comp>, unsigned(sort_tiles),
                SortThreads, stream, "launch of canopy::merge_sort (tile sort)", static_cast<const Key*>(keys),
                static_cast<const Value*>(values), src_k, src_v, n, comp);
@@ -95,23 +99,6 @@ void merge_sort_cuda_shape(context& ctx, Key* keys, Value* values, std::size_t n
     std::swap(src_k, dst_k);
     std::swap(src_v, dst_v);
   }
-}
-
-template <class Key, class Value, bool HasValues, int Threads = merge_sort_tuning<Key, Value, HasValues>::threads,
-          int Items = merge_sort_tuning<Key, Value, HasValues>::items, class Comp>
-void merge_sort_cuda(context& ctx, Key* keys, Value* values, std::size_t n, Comp comp) {
-  const int exp = merge_experiment();
-  const bool pdl = (exp & 1) && ctx.device().compute_capability_major >= 9;
-  if constexpr (!HasValues && sizeof(Key) <= 4 && Threads == 256) {
-    switch (exp & 14) {
-      case 12: return merge_sort_cuda_shape<Key, Value, HasValues, 384, 128, Items>(ctx, keys, values, n, comp, pdl);
-      case 2: return merge_sort_cuda_shape<Key, Value, HasValues, 512, 256, Items>(ctx, keys, values, n, comp, pdl);
-      case 4: return merge_sort_cuda_shape<Key, Value, HasValues, 256, 128, Items>(ctx, keys, values, n, comp, pdl);
-      case 6: return merge_sort_cuda_shape<Key, Value, HasValues, 512, 128, Items>(ctx, keys, values, n, comp, pdl);
-      default: break;
-    }
-  }
-  merge_sort_cuda_shape<Key, Value, HasValues, Threads, Threads, Items>(ctx, keys, values, n, comp, pdl);
 }
 
 }  // namespace canopy::detail
