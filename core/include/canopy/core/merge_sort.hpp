@@ -61,8 +61,8 @@ namespace canopy {
 //! Key and Value: trivially copyable, sizeof(Key) + sizeof(Value) <= 160 bytes.
 //!
 //! Stability: stable API. Complexity: O(n log n) comparisons; on CUDA ceil(log2(n / tile)) merge
-//! passes over the data after one tile-sort pass (tile = 5888 items for 4-byte keys, 2816 for 8-byte
-//! key + value).
+//! passes over the data after one tile-sort pass (tile = 11776 items for 4-byte keys, 2816 for
+//! 8-byte key + value).
 //! Temporary memory from ctx.resource(): n keys (+ n values for pairs) and a few bytes per tile.
 //! Asynchronous on the CUDA backend (no synchronisation); blocking on the host backend.
 //! Throws invalid_argument for a null span of non-zero size or a span in the wrong memory space.

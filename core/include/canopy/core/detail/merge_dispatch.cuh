@@ -17,9 +17,12 @@ constexpr int merge_odd_floor(int x) { return x < 1 ? 1 : (x % 2 ? x : x - 1); }
 
 //! Threads per block and items per thread of merge sort. Items stay odd so that blocked shared
 //! accesses at stride Items are free of bank conflicts (measured on H200, 2^26 u32 keys: 256 x 15
-//! takes 3.4 ms, 256 x 16 takes 5.9 ms); the tile (Threads*Items items of key + value) stays under
-//! 40 KiB of static shared memory. Larger tiles mean fewer device-wide passes: 256 x 23 measured
-//! best for 4-byte keys (docs/performance/merge_sort.md).
+//! takes 3.4 ms, 256 x 16 takes 5.9 ms); a tile (threads * items items of key + value) stays under
+//! 48 KiB of static shared memory. Larger tiles mean fewer device-wide passes: 256 x 23 measured
+//! best for the merge blocks of 4-byte keys. The tile sort of 4-byte keys (keys only) uses
+//! 512 x 23 = 11776 items: one merge pass fewer than 5888-item tiles at 2^26 (13 instead of 14) and
+//! 2^28 (15 instead of 16) for one more shared-memory merge round (measured 2^26: 3.146 -> 3.127 ms,
+//! 2^28: 13.16 -> 13.02 ms; docs/performance/merge_sort.md).
 template <class Key, class Value, bool HasValues>
 struct merge_sort_tuning {
   static constexpr int bytes = int(sizeof(Key) + (HasValues ? sizeof(Value) : 0));
@@ -27,17 +30,51 @@ struct merge_sort_tuning {
   static constexpr int items = bytes <= 4    ? 23
                                : bytes <= 8  ? 11
                                              : merge_odd_floor(40960 / (threads * bytes) < 7 ? 40960 / (threads * bytes) : 7);
+  static constexpr int sort_threads = bytes <= 4 ? 512 : threads;
 };
 
-//! Sorts n >= 2 items on ctx's stream: one tile-sort pass, then ceil(log2(tiles)) merge passes
-//! ping-ponging with a temporary copy, arranged so that the last pass writes into keys/values.
-template <class Key, class Value, bool HasValues, int Threads = merge_sort_tuning<Key, Value, HasValues>::threads,
+//! Launches kernel<<<grid, block, 0, stream>>>(args...), with programmatic dependent launch
+//! (cudaLaunchAttributeProgrammaticStreamSerialization) when `pdl`: the kernel may then be
+//! scheduled while the previous kernel of the stream finishes its last blocks; it waits for that
+//! kernel in merge_pdl_trigger_and_wait before it touches memory.
+template <class... Params, class... Args>
+void merge_launch(bool pdl, void (*kernel)(Params...), unsigned grid, unsigned block, cudaStream_t stream,
+                  const char* what, Args... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(block);
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = pdl ? 1 : 0;
+  const cudaError_t status = cudaLaunchKernelEx(&config, kernel, Params(args)...);
+  if (status != cudaSuccess) throw_cuda_error(static_cast<int>(status), what, __FILE__, __LINE__);
+}
+
+//! Sorts n >= 2 items on ctx's stream: one tile-sort pass (SortThreads x Items items per tile), then
+//! ceil(log2(sorted tiles)) merge passes (MergeThreads x Items outputs per block; SortThreads is a
+//! multiple of MergeThreads, so no merge tile straddles two pairs of runs) ping-ponging with a
+//! temporary copy, arranged so that the last pass writes into keys/values.
+//!
+//! The partition and merge kernels are launched with programmatic dependent launch on sm_90+ below
+//! 2^27 items, where it measured faster (H200, u32 keys: 2^24 0.861 -> 0.830 ms, 2^26 3.127 ->
+//! 3.122 ms); at 2^28 it measured 0.4-1.1% slower in all four comparisons, so it stays off there.
+template <class Key, class Value, bool HasValues,
+          int SortThreads = merge_sort_tuning<Key, Value, HasValues>::sort_threads,
+          int MergeThreads = merge_sort_tuning<Key, Value, HasValues>::threads,
           int Items = merge_sort_tuning<Key, Value, HasValues>::items, class Comp>
 void merge_sort_cuda(context& ctx, Key* keys, Value* values, std::size_t n, Comp comp) {
-  constexpr std::size_t tile = std::size_t(Threads) * Items;
+  static_assert(SortThreads % MergeThreads == 0, "a sorted tile must be a whole number of merge tiles");
+  constexpr std::size_t sort_tile = std::size_t(SortThreads) * Items;
+  constexpr std::size_t tile = std::size_t(MergeThreads) * Items;
+  const std::size_t sort_tiles = (n + sort_tile - 1) / sort_tile;
   const std::size_t tiles = (n + tile - 1) / tile;
+  const bool pdl = ctx.device().compute_capability_major >= 9 && n < (std::size_t(1) << 27);
   int passes = 0;
-  for (std::size_t w = tile; w < n; w *= 2) ++passes;
+  for (std::size_t w = sort_tile; w < n; w *= 2) ++passes;
   buffer<Key> tmp_k(ctx, passes ? n : 0);
   buffer<Value> tmp_v(ctx, HasValues && passes ? n : 0);
   buffer<std::size_t> splits(ctx, passes ? tiles + 1 : 0);
@@ -46,16 +83,19 @@ void merge_sort_cuda(context& ctx, Key* keys, Value* values, std::size_t n, Comp
   Key* dst_k = (passes % 2) ? keys : tmp_k.data();
   Value* dst_v = (passes % 2) ? values : tmp_v.data();
   cudaStream_t stream = ctx.stream();
-  merge_block_sort_kernel<Key, Value, HasValues, Threads, Items>
-      <<<unsigned(tiles), Threads, 0, stream>>>(keys, values, src_k, src_v, n, comp);
-  CANOPY_CUDA_CHECK_LAUNCH("canopy::merge_sort (tile sort)");
-  for (std::size_t w = tile; w < n; w *= 2) {
+  // The tile sort follows the caller's work, which need not signal a dependent launch: plain launch.
+  merge_launch(false, merge_block_sort_kernel<Key, Value, HasValues, SortThreads, Items, Comp>, unsigned(sort_tiles),
+               SortThreads, stream, "launch of canopy::merge_sort (tile sort)", static_cast<const Key*>(keys),
+               static_cast<const Value*>(values), src_k, src_v, n, comp);
+  for (std::size_t w = sort_tile; w < n; w *= 2) {
     const unsigned partition_blocks = unsigned((tiles + 1 + 255) / 256);
-    merge_partition_kernel<<<partition_blocks, 256, 0, stream>>>(src_k, n, w, tile, tiles, splits.data(), comp);
-    CANOPY_CUDA_CHECK_LAUNCH("canopy::merge_sort (partition)");
-    merge_pass_kernel<Key, Value, HasValues, Threads, Items>
-        <<<unsigned(tiles), Threads, 0, stream>>>(src_k, src_v, dst_k, dst_v, n, w, splits.data(), comp);
-    CANOPY_CUDA_CHECK_LAUNCH("canopy::merge_sort (merge pass)");
+    merge_launch(pdl, merge_partition_kernel<Key, Comp>, partition_blocks, 256, stream,
+                 "launch of canopy::merge_sort (partition)", static_cast<const Key*>(src_k), n, w, tile, tiles,
+                 splits.data(), comp);
+    merge_launch(pdl, merge_pass_kernel<Key, Value, HasValues, MergeThreads, Items, Comp>, unsigned(tiles),
+                 MergeThreads, stream, "launch of canopy::merge_sort (merge pass)", static_cast<const Key*>(src_k),
+                 static_cast<const Value*>(src_v), dst_k, dst_v, n, w, static_cast<const std::size_t*>(splits.data()),
+                 comp);
     std::swap(src_k, dst_k);
     std::swap(src_v, dst_v);
   }
