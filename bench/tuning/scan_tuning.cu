@@ -129,15 +129,12 @@ void sweep_scan_i32(canopy::context& ctx, int lg) {
   in.assign(scan_input<T>(n, 28, 7));
   auto c = make_scan_case<T, false>(ctx, lg, in, out);
   c.run<canopy::detail::tuning::plain_scan_shape<T>>("default (plain_scan_shape)");
-  c.run<scan_shape<T, T, 128, 256, 1, true, true, 2>>("128B x256 spec+stream, lookback 64");
+  c.run<scan_shape<T, T, 128, 256, 1, true, true>>("128B x256 spec+stream (earlier default)");
   c.run<scan_shape<T, T, 128, 256, 4, true, true>>("128B x256 spec+stream, minblocks 4");
-  c.run<scan_shape<T, T, 96, 256, 4, true, true>>("96B x256 spec+stream, minblocks 4");
-  c.run<scan_shape<T, T, 64, 256, 6, true, true>>("64B x256 spec+stream, minblocks 6");
-  c.run<scan_shape<T, T, 64, 512, 3, true, true>>("64B x512 spec+stream, minblocks 3");
-  c.run<scan_shape<T, T, 128, 128, 8, true, true>>("128B x128 spec+stream, minblocks 8");
-  c.run<scan_shape<T, T, 128, 512, 2, true, true>>("128B x512 spec+stream, minblocks 2");
-  c.run<scan_shape<T, T, 128, 256, 1, true, true, 1, 64>>("128B x256 spec+stream, backoff cap 64");
-  c.run<scan_shape<T, T, 128, 256, 1, true, true, 1, 1024>>("128B x256 spec+stream, backoff cap 1024");
+  c.run<scan_shape<T, T, 128, 1024, 1, true, true>>("128B x1024 spec+stream, minblocks 1");
+  c.run<scan_shape<T, T, 128, 512, 2, true, false>>("128B x512 stream, minblocks 2");
+  c.run<scan_shape<T, T, 128, 512, 2, false, true>>("128B x512 spec, minblocks 2");
+  c.run<scan_shape<T, T, 128, 512, 2, true, true, 1, 64>>("128B x512 spec+stream mb2, backoff 64");
 }
 
 void sweep_scan_i64(canopy::context& ctx, int lg) {
@@ -147,12 +144,11 @@ void sweep_scan_i64(canopy::context& ctx, int lg) {
   in.assign(scan_input<T>(n, 20, 77));
   auto c = make_scan_case<T, true>(ctx, lg, in, out);
   c.run<canopy::detail::tuning::plain_scan_shape<T>>("default (plain_scan_shape)");
-  c.run<scan_shape<T, T, 128, 128, 6, true, false>>("128B x128 stream, minblocks 6");
-  c.run<scan_shape<T, T, 128, 128, 8, true, false>>("128B x128 stream, minblocks 8");
-  c.run<scan_shape<T, T, 128, 256, 3, true, false>>("128B x256 stream, minblocks 3");
-  c.run<scan_shape<T, T, 64, 256, 4, true, false>>("64B x256 stream, minblocks 4");
-  c.run<scan_shape<T, T, 96, 128, 6, true, false>>("96B x128 stream, minblocks 6");
-  c.run<scan_shape<T, T, 128, 128, 6, true, true>>("128B x128 spec+stream, minblocks 6");
+  c.run<scan_shape<T, T, 128, 128, 1, true, false>>("128B x128 stream (earlier default)");
+  c.run<scan_shape<T, T, 128, 256, 4, true, false>>("128B x256 stream, minblocks 4");
+  c.run<scan_shape<T, T, 128, 512, 2, true, false>>("128B x512 stream, minblocks 2");
+  c.run<scan_shape<T, T, 128, 128, 8, true, true>>("128B x128 spec+stream, minblocks 8");
+  c.run<scan_shape<T, T, 128, 128, 8, false, false>>("128B x128 no hints, minblocks 8");
 }
 
 // ---- select -------------------------------------------------------------------------------------
@@ -205,11 +201,10 @@ void sweep_select(canopy::context& ctx, int lg) {
     report("select_50", label, lg, Shape::block_threads, Shape::items, ms, moved, cub_ms, copy_ms,
            count.to_host()[0] == kept && got == expect);
   };
-  run(canopy::detail::tuning::default_scan_shape<T, unsigned>{}, "default (default_scan_shape)");
-  run(scan_shape<T, unsigned, 128, 256, 4>{}, "128B x256 minblocks 4");
-  run(scan_shape<T, unsigned, 96, 256, 4>{}, "96B x256 minblocks 4");
-  run(scan_shape<T, unsigned, 128, 256, 3>{}, "128B x256 minblocks 3");
-  run(scan_shape<T, unsigned, 64, 512, 3>{}, "64B x512 minblocks 3");
+  run(canopy::detail::tuning::select_shape<T>{}, "default (select_shape)");
+  run(canopy::detail::tuning::default_scan_shape<T, unsigned>{}, "128B x256 (earlier default)");
+  run(scan_shape<T, unsigned, 64, 512, 4>{}, "64B x512 minblocks 4");
+  run(scan_shape<T, unsigned, 128, 256, 4, false, true>{}, "128B x256 minblocks 4, spec");
 }
 
 // ---- reduce -------------------------------------------------------------------------------------
@@ -244,17 +239,11 @@ void sweep_reduce(canopy::context& ctx, int lg) {
     canopy::reduce(ctx, canopy::span<const T>(in.view()), result.view(), T(0), canopy::plus<T>{});
   });
   using canopy::plus;
-  check("256 thr, 8 vectors in flight", [&] {
-    canopy::detail::cuda_reduce_shaped<T, plus<T>, 256, 8>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
-  });
   check("512 thr, 4 vectors in flight", [&] {
     canopy::detail::cuda_reduce_shaped<T, plus<T>, 512, 4>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
   });
   check("128 thr, 4 vectors in flight", [&] {
     canopy::detail::cuda_reduce_shaped<T, plus<T>, 128, 4>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
-  });
-  check("256 thr, 2 vectors in flight", [&] {
-    canopy::detail::cuda_reduce_shaped<T, plus<T>, 256, 2>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
   });
 }
 

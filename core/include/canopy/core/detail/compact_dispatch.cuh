@@ -16,7 +16,7 @@
 namespace canopy {
 namespace detail {
 
-template <class T, class Selector, class Shape = tuning::default_scan_shape<T, unsigned>>
+template <class T, class Selector, class Shape = tuning::select_shape<T>>
 void launch_select(context& ctx, const T* in, std::size_t n, T* out, std::size_t* count, Selector select,
                    bool partition) {
   if (n == 0) {

@@ -239,15 +239,22 @@ __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
     for (int j = 1; j < Vec; ++j) acc[r][j] = op(acc[r][j - 1], accumulator::make(x[r][j], (heads >> (r * Vec + j)) & 1u));
   }
 
-  // Per warp: lane prefixes per row, row totals chained into row prefixes and the warp aggregate.
-  Acc lane_prefix[Rows], row_prefix[Rows];
+  // Per warp: lane prefixes per row and row totals chained into the warp aggregate, folded into acc
+  // at once, so acc holds the warp-local inclusive scan and no per-row prefixes stay live across the
+  // look-back (fewer registers, more resident blocks).
   Acc warp_total{};
 #pragma unroll
   for (int r = 0; r < Rows; ++r) {
     const Acc inclusive = warp_inclusive_scan(acc[r][Vec - 1], op);
-    lane_prefix[r] = shfl_up(inclusive, 1);
+    const Acc lane_prefix = shfl_up(inclusive, 1);
     const Acc row_total = shfl_idx(inclusive, 31);
-    row_prefix[r] = warp_total;  // meaningful for r > 0
+    bool has = r > 0;
+    Acc pre = warp_total;  // rows before r
+    combine_optional(has, pre, lane > 0, lane_prefix, op);
+    if (has) {
+#pragma unroll
+      for (int j = 0; j < Vec; ++j) acc[r][j] = op(pre, acc[r][j]);
+    }
     warp_total = r == 0 ? row_total : op(warp_total, row_total);
   }
   if (lane == 0) s_warp[warp] = warp_total;
@@ -274,28 +281,38 @@ __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
   }
   __syncthreads();
 
-  const bool has_tile_prefix = tile > 0;
-  const Acc tile_prefix = has_tile_prefix ? *s_prefix : Acc{};
+  bool has_pre = tile > 0;
+  Acc pre = has_pre ? *s_prefix : Acc{};
+  combine_optional(has_pre, pre, has_warp_prefix, warp_prefix, op);
   T y[Rows][Vec];
+  if (!p.exclusive) {
 #pragma unroll
-  for (int r = 0; r < Rows; ++r) {
-    bool has = has_tile_prefix;
-    Acc pre = tile_prefix;
-    combine_optional(has, pre, has_warp_prefix, warp_prefix, op);
-    combine_optional(has, pre, r > 0, row_prefix[r], op);
-    combine_optional(has, pre, lane > 0, lane_prefix[r], op);
-    if (!p.exclusive) {
+    for (int r = 0; r < Rows; ++r)
 #pragma unroll
-      for (int j = 0; j < Vec; ++j) y[r][j] = scan_value<T, Op, Mode>(has ? op(pre, acc[r][j]) : acc[r][j]);
-    } else {
+      for (int j = 0; j < Vec; ++j) y[r][j] = scan_value<T, Op, Mode>(has_pre ? op(pre, acc[r][j]) : acc[r][j]);
+  } else {
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) {
+      // The warp-local inclusive value of the item before (r, 0) in warp order: lane - 1's last item
+      // of row r, or for lane 0 lane 31's last item of row r - 1 (none for row 0).
+      const Acc from_left = shfl_up(acc[r][Vec - 1], 1);
+      Acc from_row_above{};
+      if (r > 0) from_row_above = shfl_idx(acc[r - 1][Vec - 1], 31);
 #pragma unroll
       for (int j = 0; j < Vec; ++j) {
-        bool has_before = has;
-        Acc before = pre;
+        bool has_local = true;
+        Acc local;
         if (j > 0) {
-          before = has ? op(pre, acc[r][j - 1]) : acc[r][j - 1];
-          has_before = true;
+          local = acc[r][j - 1];
+        } else if (lane > 0) {
+          local = from_left;
+        } else {
+          local = from_row_above;
+          has_local = r > 0;
         }
+        bool has_before = has_pre;
+        Acc before = pre;
+        combine_optional(has_before, before, has_local, local, op);
         const bool head = Mode != scan_plain && ((heads >> (r * Vec + j)) & 1u);
         y[r][j] = (has_before && !head) ? scan_value<T, Op, Mode>(before) : p.identity;
       }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 namespace canopy {
 namespace detail {
@@ -57,13 +58,22 @@ struct scan_shape {
 template <class T, class Acc>
 using default_scan_shape = scan_shape<T, Acc, 128, (sizeof(T) <= 4 ? 256 : 128)>;
 
-//! The plain (unsegmented) scan's tile: as above, plus evict-first hints on its 16-byte loads and
-//! stores, and for values of up to 4 bytes a speculative first load (tile blockIdx.x is loaded
-//! while the tile-id atomic is in flight). Measured on H200 (run 3, docs/performance/scan.md):
-//! i32 2^28 0.952 -> 0.806 ms, i64 2^28 1.788 -> 1.619 ms (speculation did not help i64).
-//! Segmented scans and compaction keep default_scan_shape: the hints showed no gain for select.
+//! The plain (unsegmented) scan's tile, chosen by resident warps per SM first (the look-back and
+//! barriers of a tile are latency that only other resident tiles hide; measured on H200 with
+//! canopy-scan-tuning, docs/performance/scan.md, run 5):
+//!   4-byte values: 128 bytes per thread x 512 threads, 2 blocks per SM (64 registers, 32 warps),
+//!     evict-first hints, speculative first load: 2^28 i32 0.807 -> 0.742 ms (CUB 0.688);
+//!   8-byte values: 128 bytes per thread x 128 threads, 8 blocks per SM (64 registers, 32 warps),
+//!     evict-first hints: 2^28 i64 1.489 -> 1.318 ms (CUB 1.243).
 template <class T>
-using plain_scan_shape = scan_shape<T, T, 128, (sizeof(T) <= 4 ? 256 : 128), 1, true, (sizeof(T) <= 4)>;
+using plain_scan_shape = std::conditional_t<(sizeof(T) <= 4), scan_shape<T, T, 128, 512, 2, true, true>,
+                                            scan_shape<T, T, 128, 128, 8, true, false>>;
+
+//! Select/partition tile: for values of up to 4 bytes 4 blocks per SM (63 registers, no spills;
+//! 2^28 u32 50%: 0.634 -> 0.575 ms, CUB 0.597, run 5); larger values keep default_scan_shape.
+template <class T>
+using select_shape = std::conditional_t<(sizeof(T) <= 4), scan_shape<T, unsigned, 128, 256, 4>,
+                                        default_scan_shape<T, unsigned>>;
 
 //! Reduction: 256 threads, 4 vectors of 16 bytes in flight per thread per step (64 bytes); the grid
 //! is one wave of resident blocks (occupancy query), each folding a contiguous run of rows.
