@@ -60,17 +60,18 @@ using default_scan_shape = scan_shape<T, Acc, 128, (sizeof(T) <= 4 ? 256 : 128)>
 
 //! The plain (unsegmented) scan's tile, chosen by resident warps per SM first (the look-back and
 //! barriers of a tile are latency that only other resident tiles hide; measured on H200 with
-//! canopy-scan-tuning, docs/performance/scan.md, run 5):
+//! canopy-scan-tuning, docs/performance/scan.md, runs 5-6):
 //!   4-byte values: 128 bytes per thread x 512 threads, 2 blocks per SM (64 registers, 32 warps),
-//!     evict-first hints, speculative first load: 2^28 i32 0.807 -> 0.742 ms (CUB 0.688);
-//!   8-byte values: 128 bytes per thread x 128 threads, 8 blocks per SM (64 registers, 32 warps),
-//!     evict-first hints: 2^28 i64 1.489 -> 1.318 ms (CUB 1.243).
+//!     evict-first hints: 2^28 i32 0.801 -> 0.715 ms (CUB 0.690). The speculative first load, a
+//!     gain at 24 warps per SM, cost 5% at 32.
+//!   8-byte values: 128 bytes per thread x 256 threads, 4 blocks per SM (64 registers, 32 warps),
+//!     evict-first hints: 2^28 i64 1.486 -> 1.273 ms (CUB 1.234).
 template <class T>
-using plain_scan_shape = std::conditional_t<(sizeof(T) <= 4), scan_shape<T, T, 128, 512, 2, true, true>,
-                                            scan_shape<T, T, 128, 128, 8, true, false>>;
+using plain_scan_shape = std::conditional_t<(sizeof(T) <= 4), scan_shape<T, T, 128, 512, 2, true, false>,
+                                            scan_shape<T, T, 128, 256, 4, true, false>>;
 
 //! Select/partition tile: for values of up to 4 bytes 4 blocks per SM (63 registers, no spills;
-//! 2^28 u32 50%: 0.634 -> 0.575 ms, CUB 0.597, run 5); larger values keep default_scan_shape.
+//! 2^28 u32 50%: 0.632 -> 0.572 ms, CUB 0.596, run 6); larger values keep default_scan_shape.
 template <class T>
 using select_shape = std::conditional_t<(sizeof(T) <= 4), scan_shape<T, unsigned, 128, 256, 4>,
                                         default_scan_shape<T, unsigned>>;
