@@ -6,6 +6,9 @@
 #include <canopy/structures/detail/sat_kernels.cuh>
 #include <canopy/structures/sat.hpp>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <string>
 
 namespace canopy {
@@ -35,6 +38,30 @@ void build_rows_then_columns_for_each(context& ctx, const In* image, Table* tabl
 }
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
+//! Launches the persistent single-pass kernel with as many blocks as are resident at once (cached
+//! per device), and no more than there are tiles.
+template <class In, class Table, int C, bool Prefetch>
+void launch_persistent(context& ctx, const In* image, Table* table, int width, int height, const Table* offset,
+                       int tiles_x, std::size_t tiles, const detail::sat::tile_descriptors<Table>& d) {
+  namespace k = detail::sat;
+  constexpr auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch>;
+  constexpr int dynamic_bytes = Prefetch ? k::prefetch_bytes<In, C>() : 0;
+  static thread_local int cached_device = -1;
+  static thread_local int per_sm = 0;
+  if (cached_device != ctx.device().ordinal) {
+    if (dynamic_bytes > 48 * 1024)
+      CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_bytes));
+    CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::block_threads, dynamic_bytes));
+    cached_device = ctx.device().ordinal;
+    if (const char* e = std::getenv("CANOPY_SAT_BLOCKS_PER_SM")) per_sm = std::min(per_sm, std::atoi(e));  // TEMP
+  }
+  const std::size_t resident = std::size_t(std::max(per_sm, 1)) * std::size_t(std::max(ctx.device().multiprocessors, 1));
+  const std::size_t blocks = std::min(tiles, resident);
+  kernel<<<unsigned(blocks), k::block_threads, dynamic_bytes, ctx.stream()>>>(image, table, width, height, offset,
+                                                                                tiles_x, unsigned(tiles), d);
+  CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
+}
+
 template <class In, class Table, int C>
 void launch_single_pass(context& ctx, const In* image, Table* table, int width, int height, const Table* offset) {
   namespace k = detail::sat;
@@ -61,9 +88,18 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
   d.col_inclusive = d.col_aggregate + tiles * k::tile_cols * C;
   d.corner_aggregate = d.col_inclusive + tiles * k::tile_cols * C;
   d.corner_inclusive = d.corner_aggregate + tiles * C;
-  k::sat_single_pass_kernel<In, Table, C>
-      <<<unsigned(tiles), k::block_threads, 0, ctx.stream()>>>(image, table, width, height, offset, tiles_x, d);
-  CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
+  // Prefetching kernel where every row is a whole number of 16-byte units (RGBA8, RGBA32F, ...).
+  constexpr bool can_prefetch = k::prefetch_units<In, C>() > 0;
+  const bool aligned = reinterpret_cast<std::uintptr_t>(image) % 16 == 0 &&
+                       (std::size_t(width) * C * sizeof(In)) % 16 == 0;
+  static const bool no_prefetch_env = std::getenv("CANOPY_SAT_NO_PREFETCH") != nullptr;  // TEMP experiment
+  if constexpr (can_prefetch) {
+    if (aligned && !no_prefetch_env) {
+      launch_persistent<In, Table, C, true>(ctx, image, table, width, height, offset, tiles_x, tiles, d);
+      return;
+    }
+  }
+  launch_persistent<In, Table, C, false>(ctx, image, table, width, height, offset, tiles_x, tiles, d);
 }
 
 template <class In, class Table, int C>
