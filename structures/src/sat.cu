@@ -40,12 +40,13 @@ void build_rows_then_columns_for_each(context& ctx, const In* image, Table* tabl
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
 //! Launches the persistent single-pass kernel with as many blocks as are resident at once (cached
 //! per device), and no more than there are tiles.
-template <class In, class Table, int C, bool Prefetch>
-void launch_persistent(context& ctx, const In* image, Table* table, int width, int height, const Table* offset,
+template <class In, class Table, int C, bool Prefetch, bool BulkStore>
+void launch_persistent(context& ctx, const In* image, Table* table, int width, int height, Table* offset,
                        int tiles_x, std::size_t tiles, const detail::sat::tile_descriptors<Table>& d) {
   namespace k = detail::sat;
-  constexpr auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch>;
-  constexpr int dynamic_bytes = Prefetch ? k::prefetch_bytes<In, C>() : 0;
+  constexpr auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, BulkStore>;
+  constexpr int dynamic_bytes =
+      (Prefetch ? k::prefetch_bytes<In, C>() : 0) + (BulkStore ? k::bulk_stage_bytes<Table, C>() : 0);
   static thread_local int cached_device = -1;
   static thread_local int per_sm = 0;
   if (cached_device != ctx.device().ordinal) {
@@ -63,7 +64,7 @@ void launch_persistent(context& ctx, const In* image, Table* table, int width, i
 }
 
 template <class In, class Table, int C>
-void launch_single_pass(context& ctx, const In* image, Table* table, int width, int height, const Table* offset) {
+void launch_single_pass(context& ctx, const In* image, Table* table, int width, int height, Table* offset) {
   namespace k = detail::sat;
   const int tiles_x = (width + k::tile_cols - 1) / k::tile_cols;
   const int tiles_y = (height + k::tile_rows - 1) / k::tile_rows;
@@ -93,17 +94,32 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
   const bool aligned = reinterpret_cast<std::uintptr_t>(image) % 16 == 0 &&
                        (std::size_t(width) * C * sizeof(In)) % 16 == 0;
   static const bool no_prefetch_env = std::getenv("CANOPY_SAT_NO_PREFETCH") != nullptr;  // TEMP experiment
+  static const bool bulk_env = std::getenv("CANOPY_SAT_BULK") != nullptr;                 // TEMP experiment
+  constexpr int out_units = int(sizeof(Table)) * k::pixels_per_thread * C / 16;
+  constexpr bool can_bulk = can_prefetch && int(sizeof(Table)) * k::pixels_per_thread * C % 16 == 0 &&
+                            out_units <= 8 && (out_units & (out_units - 1)) == 0;
+  const bool table_aligned = reinterpret_cast<std::uintptr_t>(table) % 16 == 0;
   if constexpr (can_prefetch) {
     if (aligned && !no_prefetch_env) {
-      launch_persistent<In, Table, C, true>(ctx, image, table, width, height, offset, tiles_x, tiles, d);
+      if constexpr (can_bulk) {
+        if (bulk_env && table_aligned) {
+          launch_persistent<In, Table, C, true, true>(ctx, image, table, width, height, offset, tiles_x, tiles, d);
+          return;
+        }
+      }
+      launch_persistent<In, Table, C, true, false>(ctx, image, table, width, height, offset, tiles_x, tiles, d);
       return;
     }
   }
-  launch_persistent<In, Table, C, false>(ctx, image, table, width, height, offset, tiles_x, tiles, d);
+  launch_persistent<In, Table, C, false, false>(ctx, image, table, width, height, offset, tiles_x, tiles, d);
 }
 
 template <class In, class Table, int C>
-void launch_two_pass(context& ctx, const In* image, Table* table, int width, int height, const Table* offset) {
+void launch_two_pass(context& ctx, const In* image, Table* table, int width, int height, Table* offset) {
+  if constexpr (sat_has_offset_v<Table>) {
+    detail::sat::sat_offset_kernel<In, Table><<<1, 256, 0, ctx.stream()>>>(image, offset, width, height, C);
+    CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_offset_kernel");
+  }
   constexpr int rows_per_block = 8;
   detail::sat::sat_row_kernel<In, Table, C>
       <<<unsigned((height + rows_per_block - 1) / rows_per_block), 32 * rows_per_block, 0, ctx.stream()>>>(
@@ -114,7 +130,7 @@ void launch_two_pass(context& ctx, const In* image, Table* table, int width, int
 }
 
 template <class In, class Table, int C>
-void build_cuda(context& ctx, const In* image, Table* table, int width, int height, const Table* offset,
+void build_cuda(context& ctx, const In* image, Table* table, int width, int height, Table* offset,
                 sat_algorithm algorithm) {
   if (algorithm == sat_algorithm::two_pass) launch_two_pass<In, Table, C>(ctx, image, table, width, height, offset);
   else launch_single_pass<In, Table, C>(ctx, image, table, width, height, offset);
@@ -155,16 +171,14 @@ void build_sat(context& ctx, span<const In> image, int width, int height, int ch
     return;
   }
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
-  if constexpr (sat_has_offset_v<Table>) {
-    detail::sat::sat_offset_kernel<In, Table>
-        <<<1, 256, 0, ctx.stream()>>>(image.data(), offset.data(), width, height, channels);
-    CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_offset_kernel");
-  }
+  // Float tables: the single-pass kernel computes the offsets itself, the two-pass one launches
+  // sat_offset_kernel first. off is null for integer tables.
+  Table* const off_out = sat_has_offset_v<Table> ? offset.data() : nullptr;
   switch (channels) {
-    case 1: build_cuda<In, Table, 1>(ctx, image.data(), table.data(), width, height, off, options.algorithm); break;
-    case 2: build_cuda<In, Table, 2>(ctx, image.data(), table.data(), width, height, off, options.algorithm); break;
-    case 3: build_cuda<In, Table, 3>(ctx, image.data(), table.data(), width, height, off, options.algorithm); break;
-    default: build_cuda<In, Table, 4>(ctx, image.data(), table.data(), width, height, off, options.algorithm); break;
+    case 1: build_cuda<In, Table, 1>(ctx, image.data(), table.data(), width, height, off_out, options.algorithm); break;
+    case 2: build_cuda<In, Table, 2>(ctx, image.data(), table.data(), width, height, off_out, options.algorithm); break;
+    case 3: build_cuda<In, Table, 3>(ctx, image.data(), table.data(), width, height, off_out, options.algorithm); break;
+    default: build_cuda<In, Table, 4>(ctx, image.data(), table.data(), width, height, off_out, options.algorithm); break;
   }
 #else
   detail::throw_cuda_from_host_compiler(kBuild);

@@ -218,6 +218,7 @@ struct tile_shared {
   Table col_carry[pixels_per_thread * C][32];
   Table corner[C];
   Table carry_total[C];               // total of the row carries (corner aggregate)
+  double sample_sum[block_threads / 32][C];  // float tables: per-warp sums of the offset samples
 };
 
 //! 16-byte units of one thread's row segment (4 pixels x C values of In); 0 when a segment is not
@@ -253,6 +254,44 @@ __device__ __forceinline__ void cp_async_wait_all() {
 #endif
 }
 
+//! Bytes of the bulk-store stage: every warp's rows_per_warp tile rows, laid out as in the table.
+template <class Table, int C>
+constexpr int bulk_stage_bytes() {
+  return block_threads / 32 * rows_per_warp * tile_cols * C * int(sizeof(Table));
+}
+
+// Hopper bulk copies (TMA, 1D) from shared to global memory, tracked per issuing thread.
+__device__ __forceinline__ void bulk_store(void* gmem, const void* smem, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned s = unsigned(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(gmem), "r"(s), "r"(bytes)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
+//! Waits until the bulk copies this thread issued have read their shared memory.
+__device__ __forceinline__ void bulk_wait_read() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+#endif
+}
+//! Waits until the bulk copies this thread issued are complete.
+__device__ __forceinline__ void bulk_wait_all() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+#endif
+}
+//! Orders this thread's generic shared-memory writes before later bulk copies (async proxy).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
 //! Starts the copy of this thread's part of tile `tile` of the image into `stage` (its own units:
 //! [r][unit][thread], so that the later reads of a warp are 512 contiguous bytes, conflict-free).
 //! Needs rows of a whole number of 16-byte units and a 16-byte aligned image: every unit is then
@@ -285,16 +324,20 @@ __device__ __forceinline__ void prefetch_tile(const In* image, int width, int he
 //! the loads of the next tile are in flight through the whole of the current one. A block claims
 //! its tiles in increasing order and finishes them in that order, so the smallest unfinished tile
 //! is always in progress (it waits only on smaller tiles): no deadlock whatever the occupancy.
-template <class In, class Table, int C, bool Prefetch>
+template <class In, class Table, int C, bool Prefetch, bool BulkStore>
 __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     sat_single_pass_kernel(const In* __restrict__ image, Table* __restrict__ table, int width, int height,
-                           const Table* __restrict__ offset, int tiles_x, unsigned tiles, tile_descriptors<Table> d) {
+                           Table* __restrict__ offset, int tiles_x, unsigned tiles, tile_descriptors<Table> d) {
   constexpr int segment = pixels_per_thread * C;
   constexpr int Rows = rows_per_warp;
   constexpr int TR = tile_rows;
   constexpr int units = prefetch_units<In, C>();
   static_assert(TR <= 32, "warp 0 holds one tile row per lane");
   static_assert(!Prefetch || units > 0, "prefetch needs whole 16-byte units per segment");
+  constexpr int out_units = int(sizeof(Table)) * segment / 16;  // 16-byte units of a lane's output segment
+  static_assert(!BulkStore || (Prefetch && int(sizeof(Table)) * segment % 16 == 0 && out_units <= 8 &&
+                               (out_units & (out_units - 1)) == 0),
+                "bulk stores: whole 16-byte units, a power of two of them per lane");
   extern __shared__ uint4 s_prefetch[];
   __shared__ tile_shared<Table, C> sh;
   auto& s_warp_col = sh.warp_col;
@@ -312,6 +355,20 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     sh.claim[0] = first;
     sh.claim[1] = first + 1;
   }
+  // Float tables: every block computes the offsets itself (the mean of the 16 x 16 sample grid of
+  // sample_mean, one sample per thread, summed in double in one fixed order, so every block gets
+  // the same values) instead of waiting for a separate one-block kernel; block 0 stores them.
+  if constexpr (sat_has_offset_v<Table>) {
+    const int sx = int((std::int64_t(2 * (tid % 16) + 1) * width) / 32);
+    const int sy = int((std::int64_t(2 * (tid / 16) + 1) * height) / 32);
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      double s = double(image[element(sx, sy, c, width, C)]);
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+      if (lane == 0) sh.sample_sum[warp][c] = s;
+    }
+  }
   __syncthreads();
   unsigned tile = sh.claim[0];
   unsigned next = sh.claim[1];
@@ -320,7 +377,17 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
 
   Table off[C];
 #pragma unroll
-  for (int c = 0; c < C; ++c) off[c] = sat_has_offset_v<Table> ? offset[c] : Table(0);
+  for (int c = 0; c < C; ++c) {
+    if constexpr (sat_has_offset_v<Table>) {
+      double s = 0;
+#pragma unroll
+      for (int w = 0; w < block_threads / 32; ++w) s += sh.sample_sum[w][c];
+      off[c] = Table(s / 256.0);
+      if (blockIdx.x == 0 && tid == 0) offset[c] = off[c];
+    } else {
+      off[c] = Table(0);
+    }
+  }
 
   for (int iteration = 0; tile < tiles; ++iteration) {
     // The tile after `next` (read after the second barrier, so the atomic has the whole tile to
@@ -542,6 +609,55 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
       for (int c = 0; c < C; ++c)
         column_base[p * C + c] = s_warp_col[warp][p * C + c][lane] + s_col_carry[p * C + c][lane] + s_corner[c];
     __syncwarp();  // s_warp_col[warp] becomes this warp's store stage
+    if constexpr (BulkStore) {
+      // Whole tile rows leave by bulk copies: the warp writes its rows into its part of the bulk
+      // stage (after the copies of its previous tile have read it) and lane 0 hands each row to the
+      // copy engine; the warp does not wait for them. Units are written in a lane-rotated order
+      // (the stage keeps the table's layout, lane stride out_units * 16 bytes): no bank conflicts.
+      if ((tj + 1) * tile_cols <= width) {
+        constexpr int row_units = tile_cols * C * int(sizeof(Table)) / 16;
+        constexpr int shift = out_units == 1 ? 3 : out_units == 2 ? 2 : out_units == 4 ? 1 : 0;
+        uint4* stage = s_prefetch + prefetch_bytes<In, C>() / 16 + warp * Rows * row_units;
+        if (lane == 0) bulk_wait_read();
+        __syncwarp();
+#pragma unroll
+        for (int r = 0; r < Rows; ++r) {
+          const int ty = warp * Rows + r;
+          union {
+            uint4 w[out_units];
+            Table e[segment];
+          } u;
+#pragma unroll
+          for (int p = 0; p < pixels_per_thread; ++p)
+#pragma unroll
+            for (int c = 0; c < C; ++c) u.e[p * C + c] = v[r][p][c] + column_base[p * C + c] + s_carry_prefix[ty][c];
+#pragma unroll
+          for (int k = 0; k < out_units; ++k) {
+            const int kk = (k + (lane >> shift)) & (out_units - 1);
+            uint4 w = u.w[0];
+#pragma unroll
+            for (int j = 1; j < out_units; ++j)
+              if (kk == j) w = u.w[j];
+            stage[r * row_units + lane * out_units + kk] = w;
+          }
+        }
+        fence_proxy_async_shared();
+        __syncwarp();
+        if (lane == 0) {
+#pragma unroll
+          for (int r = 0; r < Rows; ++r) {
+            const int y = ti * TR + warp * Rows + r;
+            if (y < height)
+              bulk_store(table + (std::size_t(y) * std::size_t(width) + std::size_t(tj * tile_cols)) * C,
+                         stage + r * row_units, unsigned(row_units * 16));
+          }
+          bulk_commit();
+        }
+        tile = next;
+        next = claimed;
+        continue;
+      }
+    }
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
       const int ty = warp * Rows + r;
@@ -567,6 +683,8 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     tile = next;
     next = claimed;
   }
+  if constexpr (BulkStore)
+    if (lane == 0) bulk_wait_all();  // the stage must outlive the copies reading it
 }
 
 // ---------------------------------------------------------------------------------------------
