@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -248,9 +249,12 @@ int main(int argc, char** argv) {
     bench_dof(ctx, time, dw, dh, canopy::dof_kernel::box);
     bench_dof(ctx, time, dw, dh, canopy::dof_kernel::polygon);
 
+    // The commit recorded: CANOPY_COMMIT (environment) wins over the configure-time one.
+    std::string commit = CANOPY_SAT_BENCH_COMMIT;
+    if (const char* env = std::getenv("CANOPY_COMMIT"); env && *env) commit = env;
     std::ostringstream j;
     j << "{\n  \"benchmark\": \"canopy-sat-bench\",\n  \"primitive\": [\"sat\", \"dof\"],\n  \"commit\": \""
-      << CANOPY_SAT_BENCH_COMMIT << "\",\n  \"device\": \"" << json_escape(ctx.description()) << "\",\n  \"backend\": \""
+      << commit << "\",\n  \"device\": \"" << json_escape(ctx.description()) << "\",\n  \"backend\": \""
       << canopy::to_string(ctx.backend_kind()) << "\",\n  \"repetitions\": " << reps
       << ",\n  \"timing\": \"median after 3 warm-up runs; CUDA events on CUDA\",\n  \"records\": [\n";
     for (std::size_t i = 0; i < records.size(); ++i) j << "    " << records[i] << (i + 1 < records.size() ? ",\n" : "\n");

@@ -50,7 +50,9 @@ void launch_persistent(context& ctx, const In* image, Table* table, int width, i
   static thread_local int cached_device = -1;
   static thread_local int per_sm = 0;
   if (cached_device != ctx.device().ordinal) {
-    if (dynamic_bytes > 48 * 1024)
+    // Static and dynamic shared memory together may pass the default 48 KB (64 KB image tile of
+    // RGBA32F, 32 KB + 39 KB for RGBA16 -> u64): opt in for every variant.
+    if (dynamic_bytes > 0)
       CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_bytes));
     CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::block_threads, dynamic_bytes));
     cached_device = ctx.device().ordinal;
@@ -69,17 +71,16 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
   const int tiles_x = (width + k::tile_cols - 1) / k::tile_cols;
   const int tiles_y = (height + k::tile_rows - 1) / k::tile_rows;
   const std::size_t tiles = std::size_t(tiles_x) * std::size_t(tiles_y);
-  // One buffer holds counter and flags (reset by one memset) and the descriptor values:
+  // One buffer holds the flags (reset by one memset) and the descriptor values:
   // per tile 2 x (32 rows + 128 columns + 1 corner) x C values, about 8% of the table's size.
-  const std::size_t flag_words = 1 + tiles * (2 + k::col_groups);
+  const std::size_t flag_words = tiles * (2 + k::col_groups);
   const std::size_t value_bytes = tiles * 2 * std::size_t(k::tile_rows + k::tile_cols + 1) * C * sizeof(Table);
   const std::size_t flag_bytes = ((flag_words * sizeof(unsigned) + 255) / 256) * 256;
   buffer<unsigned char> scratch(ctx, flag_bytes + value_bytes);
   CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch.data(), 0, flag_words * sizeof(unsigned), ctx.stream()));
   k::tile_descriptors<Table> d;
   unsigned* flags = reinterpret_cast<unsigned*>(scratch.data());
-  d.counter = flags;
-  d.row_flag = flags + 1;
+  d.row_flag = flags;
   d.corner_flag = d.row_flag + tiles;
   d.col_flag = d.corner_flag + tiles;
   Table* values = reinterpret_cast<Table*>(scratch.data() + flag_bytes);

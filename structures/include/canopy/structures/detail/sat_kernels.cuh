@@ -195,7 +195,6 @@ __device__ __forceinline__ void look_back(const unsigned* flags, int count, Tile
 // Output rows leave through store_row_staged (whole 512-byte runs per store instruction).
 template <class Table>
 struct tile_descriptors {
-  unsigned* counter;          // next tile id (raster order); 1 word
   unsigned* row_flag;         // [tiles]
   unsigned* col_flag;         // [tiles][4], one per group of 32 columns
   unsigned* corner_flag;      // [tiles]
@@ -210,7 +209,6 @@ struct tile_descriptors {
 //! Shared memory of the single-pass kernel besides the prefetched image tile (dynamic).
 template <class Table, int C>
 struct tile_shared {
-  unsigned claim[4];  // [0], [1]: the block's first two tiles; [2 + (i & 1)]: claimed in iteration i
   // Column sums per warp, then their exclusive prefixes over warps, then each warp's store stage.
   alignas(16) Table warp_col[block_threads / 32][pixels_per_thread * C][32];
   Table row_sum[tile_rows][C];        // row sums of the tile
@@ -350,11 +348,6 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
   const int tid = int(threadIdx.x);
   const int lane = tid & 31;
   const int warp = tid >> 5;
-  if (tid == 0) {
-    const unsigned first = atomicAdd(d.counter, 2u);
-    sh.claim[0] = first;
-    sh.claim[1] = first + 1;
-  }
   // Float tables: every block computes the offsets itself (the mean of the 16 x 16 sample grid of
   // sample_mean, one sample per thread, summed in double in one fixed order, so every block gets
   // the same values) instead of waiting for a separate one-block kernel; block 0 stores them.
@@ -370,8 +363,8 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     }
   }
   __syncthreads();
-  unsigned tile = sh.claim[0];
-  unsigned next = sh.claim[1];
+  const unsigned stride = gridDim.x;
+  unsigned tile = blockIdx.x;
   if constexpr (Prefetch)
     if (tile < tiles) prefetch_tile<In, C>(image, width, height, tiles_x, tile, s_prefetch, tid);
 
@@ -389,11 +382,8 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     }
   }
 
-  for (int iteration = 0; tile < tiles; ++iteration) {
-    // The tile after `next` (read after the second barrier, so the atomic has the whole tile to
-    // return); claimed by a warp without look-back work.
-    const int claim_slot = 2 + (iteration & 1);
-    if (tid == 64) sh.claim[claim_slot] = next < tiles ? atomicAdd(d.counter, 1u) : tiles;
+  for (; tile < tiles; tile += stride) {
+    const unsigned next = tile + stride;
     const int ti = int(tile / unsigned(tiles_x));
     const int tj = int(tile % unsigned(tiles_x));
     const int x0 = tj * tile_cols + lane * pixels_per_thread;
@@ -594,7 +584,6 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
       for (int c = 0; c < C; ++c) s_col_carry[xp * C + c][xl] = carry[c];
     }
     __syncthreads();
-    const unsigned claimed = sh.claim[claim_slot];
     if (warp == 1 && lane == 0 && ti > 0) {
 #pragma unroll
       for (int c = 0; c < C; ++c) d.corner_inclusive[std::size_t(tile) * C + c] = s_corner[c] + s_carry_total[c];
@@ -653,8 +642,6 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
           }
           bulk_commit();
         }
-        tile = next;
-        next = claimed;
         continue;
       }
     }
@@ -680,8 +667,6 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     }
     // Every shared array written in the next iteration before its first barrier is either this
     // warp's own (stage, column sums) or read by the others only between the two barriers.
-    tile = next;
-    next = claimed;
   }
   if constexpr (BulkStore)
     if (lane == 0) bulk_wait_all();  // the stage must outlive the copies reading it
