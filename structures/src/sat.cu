@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 namespace canopy {
@@ -38,31 +37,21 @@ void build_rows_then_columns_for_each(context& ctx, const In* image, Table* tabl
 }
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
-//! Launches the persistent single-pass kernel with as many blocks as are resident at once (cached
-//! per device), and no more than there are tiles.
-template <class In, class Table, int C, bool Prefetch, bool BulkStore>
-void launch_persistent(context& ctx, const In* image, Table* table, int width, int height, Table* offset,
-                       int tiles_x, std::size_t tiles, const detail::sat::tile_descriptors<Table>& d) {
+//! Blocks of the persistent (prefetching) kernel that fit on the device at once, cached per device.
+template <class In, class Table, int C>
+std::size_t resident_prefetch_blocks(const context& ctx) {
   namespace k = detail::sat;
-  constexpr auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, BulkStore>;
-  constexpr int dynamic_bytes =
-      (Prefetch ? k::prefetch_bytes<In, C>() : 0) + (BulkStore ? k::bulk_stage_bytes<Table, C>() : 0);
+  constexpr auto kernel = k::sat_single_pass_kernel<In, Table, C, true>;
+  constexpr int dynamic_bytes = k::prefetch_bytes<In, C>();
   static thread_local int cached_device = -1;
   static thread_local int per_sm = 0;
   if (cached_device != ctx.device().ordinal) {
-    // Static and dynamic shared memory together may pass the default 48 KB (64 KB image tile of
-    // RGBA32F, 32 KB + 39 KB for RGBA16 -> u64): opt in for every variant.
-    if (dynamic_bytes > 0)
-      CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_bytes));
+    // Static and dynamic shared memory together may pass the default 48 KB: opt in.
+    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_bytes));
     CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::block_threads, dynamic_bytes));
     cached_device = ctx.device().ordinal;
-    if (const char* e = std::getenv("CANOPY_SAT_BLOCKS_PER_SM")) per_sm = std::min(per_sm, std::atoi(e));  // TEMP
   }
-  const std::size_t resident = std::size_t(std::max(per_sm, 1)) * std::size_t(std::max(ctx.device().multiprocessors, 1));
-  const std::size_t blocks = std::min(tiles, resident);
-  kernel<<<unsigned(blocks), k::block_threads, dynamic_bytes, ctx.stream()>>>(image, table, width, height, offset,
-                                                                                tiles_x, unsigned(tiles), d);
-  CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
+  return std::size_t(std::max(per_sm, 1)) * std::size_t(std::max(ctx.device().multiprocessors, 1));
 }
 
 template <class In, class Table, int C>
@@ -71,16 +60,17 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
   const int tiles_x = (width + k::tile_cols - 1) / k::tile_cols;
   const int tiles_y = (height + k::tile_rows - 1) / k::tile_rows;
   const std::size_t tiles = std::size_t(tiles_x) * std::size_t(tiles_y);
-  // One buffer holds the flags (reset by one memset) and the descriptor values:
+  // One buffer holds counter and flags (reset by one memset) and the descriptor values:
   // per tile 2 x (32 rows + 128 columns + 1 corner) x C values, about 8% of the table's size.
-  const std::size_t flag_words = tiles * (2 + k::col_groups);
+  const std::size_t flag_words = 1 + tiles * (2 + k::col_groups);
   const std::size_t value_bytes = tiles * 2 * std::size_t(k::tile_rows + k::tile_cols + 1) * C * sizeof(Table);
   const std::size_t flag_bytes = ((flag_words * sizeof(unsigned) + 255) / 256) * 256;
   buffer<unsigned char> scratch(ctx, flag_bytes + value_bytes);
   CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch.data(), 0, flag_words * sizeof(unsigned), ctx.stream()));
   k::tile_descriptors<Table> d;
   unsigned* flags = reinterpret_cast<unsigned*>(scratch.data());
-  d.row_flag = flags;
+  d.counter = flags;
+  d.row_flag = flags + 1;
   d.corner_flag = d.row_flag + tiles;
   d.col_flag = d.corner_flag + tiles;
   Table* values = reinterpret_cast<Table*>(scratch.data() + flag_bytes);
@@ -90,29 +80,29 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
   d.col_inclusive = d.col_aggregate + tiles * k::tile_cols * C;
   d.corner_aggregate = d.col_inclusive + tiles * k::tile_cols * C;
   d.corner_inclusive = d.corner_aggregate + tiles * C;
-  // Prefetching kernel where every row is a whole number of 16-byte units (RGBA8, RGBA32F, ...).
-  constexpr bool can_prefetch = k::prefetch_units<In, C>() > 0;
-  const bool aligned = reinterpret_cast<std::uintptr_t>(image) % 16 == 0 &&
-                       (std::size_t(width) * C * sizeof(In)) % 16 == 0;
-  static const bool no_prefetch_env = std::getenv("CANOPY_SAT_NO_PREFETCH") != nullptr;  // TEMP experiment
-  static const bool bulk_env = std::getenv("CANOPY_SAT_BULK") != nullptr;                 // TEMP experiment
-  constexpr int out_units = int(sizeof(Table)) * k::pixels_per_thread * C / 16;
-  constexpr bool can_bulk = can_prefetch && int(sizeof(Table)) * k::pixels_per_thread * C % 16 == 0 &&
-                            out_units <= 8 && (out_units & (out_units - 1)) == 0;
-  const bool table_aligned = reinterpret_cast<std::uintptr_t>(table) % 16 == 0;
-  if constexpr (can_prefetch) {
-    if (aligned && !no_prefetch_env) {
-      if constexpr (can_bulk) {
-        if (bulk_env && table_aligned) {
-          launch_persistent<In, Table, C, true, true>(ctx, image, table, width, height, offset, tiles_x, tiles, d);
-          return;
-        }
-      }
-      launch_persistent<In, Table, C, true, false>(ctx, image, table, width, height, offset, tiles_x, tiles, d);
+  // Persistent prefetching blocks where a lane's row segment is exactly one 16-byte unit (RGBA8,
+  // RG16, R32F: each cp.async of a warp reads 512 contiguous bytes) and rows are whole units. Measured
+  // on an H200, wider segments (RGBA32F: 4 units a lane, each cp.async instruction spread over 2 KB
+  // at a 64-byte stride) ran slower persistent (45% of copy) than one tile per block (54-56%), and
+  // R8 (no prefetch) too; those keep one tile per block, claimed from the counter.
+  if constexpr (k::prefetch_units<In, C>() == 1) {
+    if (reinterpret_cast<std::uintptr_t>(image) % 16 == 0 && (std::size_t(width) * C * sizeof(In)) % 16 == 0) {
+      const std::size_t blocks = std::min(tiles, resident_prefetch_blocks<In, Table, C>(ctx));
+      k::sat_single_pass_kernel<In, Table, C, true>
+          <<<unsigned(blocks), k::block_threads, k::prefetch_bytes<In, C>(), ctx.stream()>>>(
+              image, table, width, height, offset, tiles_x, unsigned(tiles), d);
+      CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
       return;
     }
   }
-  launch_persistent<In, Table, C, false, false>(ctx, image, table, width, height, offset, tiles_x, tiles, d);
+  if constexpr (sat_has_offset_v<Table>) {
+    detail::sat::sat_offset_kernel<In, Table><<<1, 256, 0, ctx.stream()>>>(image, offset, width, height, C);
+    CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_offset_kernel");
+  }
+  k::sat_single_pass_kernel<In, Table, C, false>
+      <<<unsigned(tiles), k::block_threads, 0, ctx.stream()>>>(image, table, width, height, offset, tiles_x,
+                                                               unsigned(tiles), d);
+  CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
 }
 
 template <class In, class Table, int C>

@@ -188,13 +188,14 @@ __device__ __forceinline__ void look_back(const unsigned* flags, int count, Tile
 // Corner look-back (warp 1, up the tile column): aggregate of a tile = the total of its row
 //   carries (published by warp 0 right after its row look-back), inclusive = corner + that total.
 // The corner chain still waits for row look-backs, but of the tiles above (started a whole tile
-// row earlier), and it runs beside this tile's own row and column look-backs. Tiles are taken in
-// raster order from an atomic counter, so every tile waited on has started: no deadlock at any
-// occupancy. Shared arrays are indexed [p * C + c][lane] for pixel p of a lane's segment (32
+// row earlier), and it runs beside this tile's own row and column look-backs. Tiles are numbered
+// in raster order and a tile waits only on smaller ones; block b of G takes tiles b, b + G, ...
+// (see sat_single_pass_kernel for why static and what it requires). Shared arrays are indexed [p * C + c][lane] for pixel p of a lane's segment (32
 // consecutive words per warp access); column x of the tile is (p, lane) = (x % 4, x / 4).
 // Output rows leave through store_row_staged (whole 512-byte runs per store instruction).
 template <class Table>
 struct tile_descriptors {
+  unsigned* counter;          // next tile id (raster order), one-tile-per-block mode; 1 word
   unsigned* row_flag;         // [tiles]
   unsigned* col_flag;         // [tiles][4], one per group of 32 columns
   unsigned* corner_flag;      // [tiles]
@@ -209,6 +210,7 @@ struct tile_descriptors {
 //! Shared memory of the single-pass kernel besides the prefetched image tile (dynamic).
 template <class Table, int C>
 struct tile_shared {
+  unsigned tile;  // one-tile-per-block mode: the tile claimed from the counter
   // Column sums per warp, then their exclusive prefixes over warps, then each warp's store stage.
   alignas(16) Table warp_col[block_threads / 32][pixels_per_thread * C][32];
   Table row_sum[tile_rows][C];        // row sums of the tile
@@ -252,44 +254,6 @@ __device__ __forceinline__ void cp_async_wait_all() {
 #endif
 }
 
-//! Bytes of the bulk-store stage: every warp's rows_per_warp tile rows, laid out as in the table.
-template <class Table, int C>
-constexpr int bulk_stage_bytes() {
-  return block_threads / 32 * rows_per_warp * tile_cols * C * int(sizeof(Table));
-}
-
-// Hopper bulk copies (TMA, 1D) from shared to global memory, tracked per issuing thread.
-__device__ __forceinline__ void bulk_store(void* gmem, const void* smem, unsigned bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const unsigned s = unsigned(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(gmem), "r"(s), "r"(bytes)
-               : "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-#endif
-}
-//! Waits until the bulk copies this thread issued have read their shared memory.
-__device__ __forceinline__ void bulk_wait_read() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-#endif
-}
-//! Waits until the bulk copies this thread issued are complete.
-__device__ __forceinline__ void bulk_wait_all() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
-#endif
-}
-//! Orders this thread's generic shared-memory writes before later bulk copies (async proxy).
-__device__ __forceinline__ void fence_proxy_async_shared() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
-}
-
 //! Starts the copy of this thread's part of tile `tile` of the image into `stage` (its own units:
 //! [r][unit][thread], so that the later reads of a warp are 512 contiguous bytes, conflict-free).
 //! Needs rows of a whole number of 16-byte units and a 16-byte aligned image: every unit is then
@@ -316,13 +280,19 @@ __device__ __forceinline__ void prefetch_tile(const In* image, int width, int he
   cp_async_commit();
 }
 
-//! Persistent single-pass kernel: a block (grid = resident blocks, at most one per tile) takes
-//! tiles from the counter until none is left. With Prefetch, tile k + 1's image segment is copied
-//! into shared memory (cp.async) while tile k is scanned, waits on its look-backs and is stored, so
-//! the loads of the next tile are in flight through the whole of the current one. A block claims
-//! its tiles in increasing order and finishes them in that order, so the smallest unfinished tile
-//! is always in progress (it waits only on smaller tiles): no deadlock whatever the occupancy.
-template <class In, class Table, int C, bool Prefetch, bool BulkStore>
+//! The single-pass kernel, in two modes.
+//! Prefetch (persistent): G blocks (no more than fit on the device at once, and no more than there
+//! are tiles); block b takes tiles b, b + G, b + 2G, ... The image segment of the block's next tile
+//! is copied into shared memory (cp.async) while the current one is scanned, waits on its
+//! look-backs and is stored, so loads are in flight through the whole tile. The order is static
+//! because a tile claimed ahead of time (to know what to prefetch) but not yet started holds back
+//! every later tile that looks back over it: claiming the next tile from the counter at the start
+//! of the current one made the kernel 5 to 50 times slower (measured). Progress needs every block
+//! to become resident (a tile waits on smaller tiles of any block): true when G blocks fit at once;
+//! blocks kept waiting by other work on the device start when that work ends.
+//! Otherwise: one block per tile, the tile taken in raster order from the counter, so every tile
+//! waited on has started: no deadlock at any occupancy; loads straight from global memory.
+template <class In, class Table, int C, bool Prefetch>
 __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     sat_single_pass_kernel(const In* __restrict__ image, Table* __restrict__ table, int width, int height,
                            Table* __restrict__ offset, int tiles_x, unsigned tiles, tile_descriptors<Table> d) {
@@ -332,10 +302,6 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
   constexpr int units = prefetch_units<In, C>();
   static_assert(TR <= 32, "warp 0 holds one tile row per lane");
   static_assert(!Prefetch || units > 0, "prefetch needs whole 16-byte units per segment");
-  constexpr int out_units = int(sizeof(Table)) * segment / 16;  // 16-byte units of a lane's output segment
-  static_assert(!BulkStore || (Prefetch && int(sizeof(Table)) * segment % 16 == 0 && out_units <= 8 &&
-                               (out_units & (out_units - 1)) == 0),
-                "bulk stores: whole 16-byte units, a power of two of them per lane");
   extern __shared__ uint4 s_prefetch[];
   __shared__ tile_shared<Table, C> sh;
   auto& s_warp_col = sh.warp_col;
@@ -348,10 +314,13 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
   const int tid = int(threadIdx.x);
   const int lane = tid & 31;
   const int warp = tid >> 5;
-  // Float tables: every block computes the offsets itself (the mean of the 16 x 16 sample grid of
-  // sample_mean, one sample per thread, summed in double in one fixed order, so every block gets
-  // the same values) instead of waiting for a separate one-block kernel; block 0 stores them.
-  if constexpr (sat_has_offset_v<Table>) {
+  if (!Prefetch && tid == 0) sh.tile = atomicAdd(d.counter, 1u);
+  // Float tables, persistent blocks: every block computes the offsets itself (the mean of the
+  // 16 x 16 sample grid of sample_mean, one sample per thread, summed in double in one fixed order,
+  // so every block gets the same values) instead of waiting for a separate one-block kernel; block 0
+  // stores them. One tile per block: sat_offset_kernel ran before (256 reads per block would cost
+  // about as much as the tile's own image).
+  if constexpr (Prefetch && sat_has_offset_v<Table>) {
     const int sx = int((std::int64_t(2 * (tid % 16) + 1) * width) / 32);
     const int sy = int((std::int64_t(2 * (tid / 16) + 1) * height) / 32);
 #pragma unroll
@@ -363,22 +332,23 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     }
   }
   __syncthreads();
-  const unsigned stride = gridDim.x;
-  unsigned tile = blockIdx.x;
+  // Persistent: block b of G takes tiles b, b + G, ...; otherwise the one tile it claimed.
+  const unsigned stride = Prefetch ? gridDim.x : tiles;
+  unsigned tile = Prefetch ? blockIdx.x : sh.tile;
   if constexpr (Prefetch)
     if (tile < tiles) prefetch_tile<In, C>(image, width, height, tiles_x, tile, s_prefetch, tid);
 
   Table off[C];
 #pragma unroll
   for (int c = 0; c < C; ++c) {
-    if constexpr (sat_has_offset_v<Table>) {
+    if constexpr (Prefetch && sat_has_offset_v<Table>) {
       double s = 0;
 #pragma unroll
       for (int w = 0; w < block_threads / 32; ++w) s += sh.sample_sum[w][c];
       off[c] = Table(s / 256.0);
       if (blockIdx.x == 0 && tid == 0) offset[c] = off[c];
     } else {
-      off[c] = Table(0);
+      off[c] = sat_has_offset_v<Table> ? offset[c] : Table(0);
     }
   }
 
@@ -598,53 +568,6 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
       for (int c = 0; c < C; ++c)
         column_base[p * C + c] = s_warp_col[warp][p * C + c][lane] + s_col_carry[p * C + c][lane] + s_corner[c];
     __syncwarp();  // s_warp_col[warp] becomes this warp's store stage
-    if constexpr (BulkStore) {
-      // Whole tile rows leave by bulk copies: the warp writes its rows into its part of the bulk
-      // stage (after the copies of its previous tile have read it) and lane 0 hands each row to the
-      // copy engine; the warp does not wait for them. Units are written in a lane-rotated order
-      // (the stage keeps the table's layout, lane stride out_units * 16 bytes): no bank conflicts.
-      if ((tj + 1) * tile_cols <= width) {
-        constexpr int row_units = tile_cols * C * int(sizeof(Table)) / 16;
-        constexpr int shift = out_units == 1 ? 3 : out_units == 2 ? 2 : out_units == 4 ? 1 : 0;
-        uint4* stage = s_prefetch + prefetch_bytes<In, C>() / 16 + warp * Rows * row_units;
-        if (lane == 0) bulk_wait_read();
-        __syncwarp();
-#pragma unroll
-        for (int r = 0; r < Rows; ++r) {
-          const int ty = warp * Rows + r;
-          union {
-            uint4 w[out_units];
-            Table e[segment];
-          } u;
-#pragma unroll
-          for (int p = 0; p < pixels_per_thread; ++p)
-#pragma unroll
-            for (int c = 0; c < C; ++c) u.e[p * C + c] = v[r][p][c] + column_base[p * C + c] + s_carry_prefix[ty][c];
-#pragma unroll
-          for (int k = 0; k < out_units; ++k) {
-            const int kk = (k + (lane >> shift)) & (out_units - 1);
-            uint4 w = u.w[0];
-#pragma unroll
-            for (int j = 1; j < out_units; ++j)
-              if (kk == j) w = u.w[j];
-            stage[r * row_units + lane * out_units + kk] = w;
-          }
-        }
-        fence_proxy_async_shared();
-        __syncwarp();
-        if (lane == 0) {
-#pragma unroll
-          for (int r = 0; r < Rows; ++r) {
-            const int y = ti * TR + warp * Rows + r;
-            if (y < height)
-              bulk_store(table + (std::size_t(y) * std::size_t(width) + std::size_t(tj * tile_cols)) * C,
-                         stage + r * row_units, unsigned(row_units * 16));
-          }
-          bulk_commit();
-        }
-        continue;
-      }
-    }
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
       const int ty = warp * Rows + r;
@@ -668,8 +591,6 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     // Every shared array written in the next iteration before its first barrier is either this
     // warp's own (stage, column sums) or read by the others only between the two barriers.
   }
-  if constexpr (BulkStore)
-    if (lane == 0) bulk_wait_all();  // the stage must outlive the copies reading it
 }
 
 // ---------------------------------------------------------------------------------------------
