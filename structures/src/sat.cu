@@ -6,6 +6,8 @@
 #include <canopy/structures/detail/sat_kernels.cuh>
 #include <canopy/structures/sat.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 namespace canopy {
@@ -35,8 +37,25 @@ void build_rows_then_columns_for_each(context& ctx, const In* image, Table* tabl
 }
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
+//! Blocks of the persistent (prefetching) kernel that fit on the device at once, cached per device.
 template <class In, class Table, int C>
-void launch_single_pass(context& ctx, const In* image, Table* table, int width, int height, const Table* offset) {
+std::size_t resident_prefetch_blocks(const context& ctx) {
+  namespace k = detail::sat;
+  constexpr auto kernel = k::sat_single_pass_kernel<In, Table, C, true>;
+  constexpr int dynamic_bytes = k::prefetch_bytes<In, C>();
+  static thread_local int cached_device = -1;
+  static thread_local int per_sm = 0;
+  if (cached_device != ctx.device().ordinal) {
+    // Static and dynamic shared memory together may pass the default 48 KB: opt in.
+    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_bytes));
+    CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::block_threads, dynamic_bytes));
+    cached_device = ctx.device().ordinal;
+  }
+  return std::size_t(std::max(per_sm, 1)) * std::size_t(std::max(ctx.device().multiprocessors, 1));
+}
+
+template <class In, class Table, int C>
+void launch_single_pass(context& ctx, const In* image, Table* table, int width, int height, Table* offset) {
   namespace k = detail::sat;
   const int tiles_x = (width + k::tile_cols - 1) / k::tile_cols;
   const int tiles_y = (height + k::tile_rows - 1) / k::tile_rows;
@@ -61,13 +80,37 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
   d.col_inclusive = d.col_aggregate + tiles * k::tile_cols * C;
   d.corner_aggregate = d.col_inclusive + tiles * k::tile_cols * C;
   d.corner_inclusive = d.corner_aggregate + tiles * C;
-  k::sat_single_pass_kernel<In, Table, C>
-      <<<unsigned(tiles), k::block_threads, 0, ctx.stream()>>>(image, table, width, height, offset, tiles_x, d);
+  // Persistent prefetching blocks where a lane's row segment is exactly one 16-byte unit (RGBA8,
+  // RG16, R32F: each cp.async of a warp reads 512 contiguous bytes) and rows are whole units. Measured
+  // on an H200, wider segments (RGBA32F: 4 units a lane, each cp.async instruction spread over 2 KB
+  // at a 64-byte stride) ran slower persistent (45% of copy) than one tile per block (54-56%), and
+  // R8 (no prefetch) too; those keep one tile per block, claimed from the counter.
+  if constexpr (k::prefetch_units<In, C>() == 1) {
+    if (reinterpret_cast<std::uintptr_t>(image) % 16 == 0 && (std::size_t(width) * C * sizeof(In)) % 16 == 0) {
+      const std::size_t blocks = std::min(tiles, resident_prefetch_blocks<In, Table, C>(ctx));
+      k::sat_single_pass_kernel<In, Table, C, true>
+          <<<unsigned(blocks), k::block_threads, k::prefetch_bytes<In, C>(), ctx.stream()>>>(
+              image, table, width, height, offset, tiles_x, unsigned(tiles), d);
+      CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
+      return;
+    }
+  }
+  if constexpr (sat_has_offset_v<Table>) {
+    detail::sat::sat_offset_kernel<In, Table><<<1, 256, 0, ctx.stream()>>>(image, offset, width, height, C);
+    CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_offset_kernel");
+  }
+  k::sat_single_pass_kernel<In, Table, C, false>
+      <<<unsigned(tiles), k::block_threads, 0, ctx.stream()>>>(image, table, width, height, offset, tiles_x,
+                                                               unsigned(tiles), d);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
 }
 
 template <class In, class Table, int C>
-void launch_two_pass(context& ctx, const In* image, Table* table, int width, int height, const Table* offset) {
+void launch_two_pass(context& ctx, const In* image, Table* table, int width, int height, Table* offset) {
+  if constexpr (sat_has_offset_v<Table>) {
+    detail::sat::sat_offset_kernel<In, Table><<<1, 256, 0, ctx.stream()>>>(image, offset, width, height, C);
+    CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_offset_kernel");
+  }
   constexpr int rows_per_block = 8;
   detail::sat::sat_row_kernel<In, Table, C>
       <<<unsigned((height + rows_per_block - 1) / rows_per_block), 32 * rows_per_block, 0, ctx.stream()>>>(
@@ -78,7 +121,7 @@ void launch_two_pass(context& ctx, const In* image, Table* table, int width, int
 }
 
 template <class In, class Table, int C>
-void build_cuda(context& ctx, const In* image, Table* table, int width, int height, const Table* offset,
+void build_cuda(context& ctx, const In* image, Table* table, int width, int height, Table* offset,
                 sat_algorithm algorithm) {
   if (algorithm == sat_algorithm::two_pass) launch_two_pass<In, Table, C>(ctx, image, table, width, height, offset);
   else launch_single_pass<In, Table, C>(ctx, image, table, width, height, offset);
@@ -119,16 +162,14 @@ void build_sat(context& ctx, span<const In> image, int width, int height, int ch
     return;
   }
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
-  if constexpr (sat_has_offset_v<Table>) {
-    detail::sat::sat_offset_kernel<In, Table>
-        <<<1, 256, 0, ctx.stream()>>>(image.data(), offset.data(), width, height, channels);
-    CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_offset_kernel");
-  }
+  // Float tables: the single-pass kernel computes the offsets itself, the two-pass one launches
+  // sat_offset_kernel first. off is null for integer tables.
+  Table* const off_out = sat_has_offset_v<Table> ? offset.data() : nullptr;
   switch (channels) {
-    case 1: build_cuda<In, Table, 1>(ctx, image.data(), table.data(), width, height, off, options.algorithm); break;
-    case 2: build_cuda<In, Table, 2>(ctx, image.data(), table.data(), width, height, off, options.algorithm); break;
-    case 3: build_cuda<In, Table, 3>(ctx, image.data(), table.data(), width, height, off, options.algorithm); break;
-    default: build_cuda<In, Table, 4>(ctx, image.data(), table.data(), width, height, off, options.algorithm); break;
+    case 1: build_cuda<In, Table, 1>(ctx, image.data(), table.data(), width, height, off_out, options.algorithm); break;
+    case 2: build_cuda<In, Table, 2>(ctx, image.data(), table.data(), width, height, off_out, options.algorithm); break;
+    case 3: build_cuda<In, Table, 3>(ctx, image.data(), table.data(), width, height, off_out, options.algorithm); break;
+    default: build_cuda<In, Table, 4>(ctx, image.data(), table.data(), width, height, off_out, options.algorithm); break;
   }
 #else
   detail::throw_cuda_from_host_compiler(kBuild);

@@ -460,6 +460,27 @@ TEST_F(CudaSat, BothAlgorithmsMatchTheHostBackend) {
   });
 }
 
+TEST_F(CudaSat, RowsOfWhole16ByteUnitsTakeThePrefetchPath) {
+  // Rows of a multiple of 16 bytes with 16 bytes per lane segment (4 pixels) go through the
+  // persistent prefetching kernel (cp.async into shared memory): RGBA8, RG16, R32F, R32U;
+  // these sizes cover partial tiles on the right and at the bottom, single rows and columns, and
+  // more tiles (315) than an H200 holds blocks of this kernel (each block loops over tiles).
+  const std::vector<std::pair<int, int>> sizes = {{4, 1}, {4, 97}, {132, 33}, {1028, 67}, {516, 2000}};
+  for (auto [w, h] : sizes) {
+    const std::uint64_t seed = std::uint64_t(w) * 17 + h;
+    check_case<std::uint8_t, std::uint32_t>(ctx(), w, h, 4, canopy::sat_algorithm::single_pass,
+                                            distribution::uniform_full, seed, 12);
+    check_case<std::uint16_t, std::uint32_t>(ctx(), w, h, 2, canopy::sat_algorithm::single_pass,
+                                             distribution::uniform_full, seed + 1, 12);
+    check_case<std::uint8_t, std::uint64_t>(ctx(), w, h, 4, canopy::sat_algorithm::single_pass,
+                                            distribution::uniform_full, seed + 2, 12);
+    check_case<float, float>(ctx(), w, h, 1, canopy::sat_algorithm::single_pass, distribution::uniform_full,
+                             seed + 3, 12);
+    check_case<std::uint32_t, std::uint32_t>(ctx(), w, h, 1, canopy::sat_algorithm::single_pass,
+                                             distribution::uniform_full, seed + 4, 12);
+  }
+}
+
 TEST_F(CudaSat, Rgba8And4096x4096) {
   for (auto a : {canopy::sat_algorithm::single_pass, canopy::sat_algorithm::two_pass}) {
     check_case<std::uint8_t, std::uint32_t>(ctx(), 4096, 4096, 4, a, distribution::uniform_full, 42, 8);

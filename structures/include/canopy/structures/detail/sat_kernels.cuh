@@ -188,14 +188,14 @@ __device__ __forceinline__ void look_back(const unsigned* flags, int count, Tile
 // Corner look-back (warp 1, up the tile column): aggregate of a tile = the total of its row
 //   carries (published by warp 0 right after its row look-back), inclusive = corner + that total.
 // The corner chain still waits for row look-backs, but of the tiles above (started a whole tile
-// row earlier), and it runs beside this tile's own row and column look-backs. Tiles are taken in
-// raster order from an atomic counter, so every tile waited on has started: no deadlock at any
-// occupancy. Shared arrays are indexed [p * C + c][lane] for pixel p of a lane's segment (32
+// row earlier), and it runs beside this tile's own row and column look-backs. Tiles are numbered
+// in raster order and a tile waits only on smaller ones; block b of G takes tiles b, b + G, ...
+// (see sat_single_pass_kernel for why static and what it requires). Shared arrays are indexed [p * C + c][lane] for pixel p of a lane's segment (32
 // consecutive words per warp access); column x of the tile is (p, lane) = (x % 4, x / 4).
 // Output rows leave through store_row_staged (whole 512-byte runs per store instruction).
 template <class Table>
 struct tile_descriptors {
-  unsigned* counter;          // next tile id (raster order); 1 word
+  unsigned* counter;          // next tile id (raster order), one-tile-per-block mode; 1 word
   unsigned* row_flag;         // [tiles]
   unsigned* col_flag;         // [tiles][4], one per group of 32 columns
   unsigned* corner_flag;      // [tiles]
@@ -207,247 +207,389 @@ struct tile_descriptors {
   Table* corner_inclusive;    // [tiles][channels]
 };
 
-template <class In, class Table, int C>
-__global__ void __launch_bounds__(block_threads)
+//! Shared memory of the single-pass kernel besides the prefetched image tile (dynamic).
+template <class Table, int C>
+struct tile_shared {
+  unsigned tile;  // one-tile-per-block mode: the tile claimed from the counter
+  // Column sums per warp, then their exclusive prefixes over warps, then each warp's store stage.
+  alignas(16) Table warp_col[block_threads / 32][pixels_per_thread * C][32];
+  Table row_sum[tile_rows][C];        // row sums of the tile
+  Table carry_prefix[tile_rows][C];   // inclusive prefix of the row carries
+  Table col_carry[pixels_per_thread * C][32];
+  Table corner[C];
+  Table carry_total[C];               // total of the row carries (corner aggregate)
+  double sample_sum[block_threads / 32][C];  // float tables: per-warp sums of the offset samples
+};
+
+//! 16-byte units of one thread's row segment (4 pixels x C values of In); 0 when a segment is not
+//! a whole number of units (those images are loaded straight from global memory, no prefetch).
+template <class In, int C>
+constexpr int prefetch_units() {
+  return (int(sizeof(In)) * pixels_per_thread * C) % 16 == 0 ? int(sizeof(In)) * pixels_per_thread * C / 16 : 0;
+}
+
+//! Dynamic shared memory of the prefetching kernel: one tile of the image, rows_per_warp x units
+//! 16-byte units per thread (16 KB for RGBA8, 64 KB for RGBA32F).
+template <class In, int C>
+constexpr int prefetch_bytes() {
+  return rows_per_warp * prefetch_units<In, C>() * block_threads * 16;
+}
+
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, unsigned src_bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = unsigned(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes) : "memory");
+#else
+  *reinterpret_cast<uint4*>(smem) = src_bytes ? *reinterpret_cast<const uint4*>(gmem) : make_uint4(0, 0, 0, 0);
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
+//! Starts the copy of this thread's part of tile `tile` of the image into `stage` (its own units:
+//! [r][unit][thread], so that the later reads of a warp are 512 contiguous bytes, conflict-free).
+//! Needs rows of a whole number of 16-byte units and a 16-byte aligned image: every unit is then
+//! wholly inside or wholly outside the image; units outside are zero-filled without a read.
+template <class In, int C>
+__device__ __forceinline__ void prefetch_tile(const In* image, int width, int height, int tiles_x, unsigned tile,
+                                              uint4* stage, int tid) {
+  constexpr int units = prefetch_units<In, C>();
+  const int lane = tid & 31, warp = tid >> 5;
+  const int ti = int(tile / unsigned(tiles_x));
+  const int tj = int(tile % unsigned(tiles_x));
+  const std::size_t row_bytes = std::size_t(width) * C * sizeof(In);
+  const std::size_t xb = std::size_t(tj * tile_cols + lane * pixels_per_thread) * C * sizeof(In);
+#pragma unroll
+  for (int r = 0; r < rows_per_warp; ++r) {
+    const int y = ti * tile_rows + warp * rows_per_warp + r;
+    const char* row = reinterpret_cast<const char*>(image) + std::size_t(y < height ? y : 0) * row_bytes;
+#pragma unroll
+    for (int k = 0; k < units; ++k) {
+      const bool inside = y < height && xb + std::size_t(16 * k) < row_bytes;
+      cp_async_16(stage + (r * units + k) * block_threads + tid, inside ? row + xb + 16 * k : row, inside ? 16u : 0u);
+    }
+  }
+  cp_async_commit();
+}
+
+//! The single-pass kernel, in two modes.
+//! Prefetch (persistent): G blocks (no more than fit on the device at once, and no more than there
+//! are tiles); block b takes tiles b, b + G, b + 2G, ... The image segment of the block's next tile
+//! is copied into shared memory (cp.async) while the current one is scanned, waits on its
+//! look-backs and is stored, so loads are in flight through the whole tile. The order is static
+//! because a tile claimed ahead of time (to know what to prefetch) but not yet started holds back
+//! every later tile that looks back over it: claiming the next tile from the counter at the start
+//! of the current one made the kernel 5 to 50 times slower (measured). Progress needs every block
+//! to become resident (a tile waits on smaller tiles of any block): true when G blocks fit at once;
+//! blocks kept waiting by other work on the device start when that work ends.
+//! Otherwise: one block per tile, the tile taken in raster order from the counter, so every tile
+//! waited on has started: no deadlock at any occupancy; loads straight from global memory.
+template <class In, class Table, int C, bool Prefetch>
+__global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     sat_single_pass_kernel(const In* __restrict__ image, Table* __restrict__ table, int width, int height,
-                           const Table* __restrict__ offset, int tiles_x, tile_descriptors<Table> d) {
+                           Table* __restrict__ offset, int tiles_x, unsigned tiles, tile_descriptors<Table> d) {
   constexpr int segment = pixels_per_thread * C;
   constexpr int Rows = rows_per_warp;
   constexpr int TR = tile_rows;
+  constexpr int units = prefetch_units<In, C>();
   static_assert(TR <= 32, "warp 0 holds one tile row per lane");
-  __shared__ unsigned s_tile;
-  // Column sums per warp, then their exclusive prefixes over warps, then each warp's store stage.
-  __shared__ alignas(16) Table s_warp_col[block_threads / 32][segment][32];
-  __shared__ Table s_row_sum[TR][C];        // row sums of the tile
-  __shared__ Table s_carry_prefix[TR][C];   // inclusive prefix of the row carries
-  __shared__ Table s_col_carry[segment][32];
-  __shared__ Table s_corner[C];
-  __shared__ Table s_carry_total[C];        // total of the row carries (corner aggregate)
+  static_assert(!Prefetch || units > 0, "prefetch needs whole 16-byte units per segment");
+  extern __shared__ uint4 s_prefetch[];
+  __shared__ tile_shared<Table, C> sh;
+  auto& s_warp_col = sh.warp_col;
+  auto& s_row_sum = sh.row_sum;
+  auto& s_carry_prefix = sh.carry_prefix;
+  auto& s_col_carry = sh.col_carry;
+  auto& s_corner = sh.corner;
+  auto& s_carry_total = sh.carry_total;
 
   const int tid = int(threadIdx.x);
   const int lane = tid & 31;
   const int warp = tid >> 5;
-  if (tid == 0) s_tile = atomicAdd(d.counter, 1u);
+  if (!Prefetch && tid == 0) sh.tile = atomicAdd(d.counter, 1u);
+  // Float tables, persistent blocks: every block computes the offsets itself (the mean of the
+  // 16 x 16 sample grid of sample_mean, one sample per thread, summed in double in one fixed order,
+  // so every block gets the same values) instead of waiting for a separate one-block kernel; block 0
+  // stores them. One tile per block: sat_offset_kernel ran before (256 reads per block would cost
+  // about as much as the tile's own image).
+  if constexpr (Prefetch && sat_has_offset_v<Table>) {
+    const int sx = int((std::int64_t(2 * (tid % 16) + 1) * width) / 32);
+    const int sy = int((std::int64_t(2 * (tid / 16) + 1) * height) / 32);
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      double s = double(image[element(sx, sy, c, width, C)]);
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+      if (lane == 0) sh.sample_sum[warp][c] = s;
+    }
+  }
   __syncthreads();
-  const unsigned tile = s_tile;
-  const int ti = int(tile / unsigned(tiles_x));
-  const int tj = int(tile % unsigned(tiles_x));
+  // Persistent: block b of G takes tiles b, b + G, ...; otherwise the one tile it claimed.
+  const unsigned stride = Prefetch ? gridDim.x : tiles;
+  unsigned tile = Prefetch ? blockIdx.x : sh.tile;
+  if constexpr (Prefetch)
+    if (tile < tiles) prefetch_tile<In, C>(image, width, height, tiles_x, tile, s_prefetch, tid);
 
   Table off[C];
 #pragma unroll
-  for (int c = 0; c < C; ++c) off[c] = sat_has_offset_v<Table> ? offset[c] : Table(0);
+  for (int c = 0; c < C; ++c) {
+    if constexpr (Prefetch && sat_has_offset_v<Table>) {
+      double s = 0;
+#pragma unroll
+      for (int w = 0; w < block_threads / 32; ++w) s += sh.sample_sum[w][c];
+      off[c] = Table(s / 256.0);
+      if (blockIdx.x == 0 && tid == 0) offset[c] = off[c];
+    } else {
+      off[c] = sat_has_offset_v<Table> ? offset[c] : Table(0);
+    }
+  }
 
-  const int x0 = tj * tile_cols + lane * pixels_per_thread;
-  const int count = width - x0 >= pixels_per_thread ? pixels_per_thread : (width - x0 > 0 ? width - x0 : 0);
-  Table v[Rows][pixels_per_thread][C];
-  {
-    In raw[Rows][segment];
+  for (; tile < tiles; tile += stride) {
+    const unsigned next = tile + stride;
+    const int ti = int(tile / unsigned(tiles_x));
+    const int tj = int(tile % unsigned(tiles_x));
+    const int x0 = tj * tile_cols + lane * pixels_per_thread;
+    const int count = width - x0 >= pixels_per_thread ? pixels_per_thread : (width - x0 > 0 ? width - x0 : 0);
+    Table v[Rows][pixels_per_thread][C];
+    {
+      In raw[Rows][segment];
+      if constexpr (Prefetch) {
+        cp_async_wait_all();
+#pragma unroll
+        for (int r = 0; r < Rows; ++r) {
+          union {
+            uint4 w[units > 0 ? units : 1];
+            In e[segment];
+          } u;
+#pragma unroll
+          for (int k = 0; k < units; ++k) u.w[k] = s_prefetch[(r * units + k) * block_threads + tid];
+#pragma unroll
+          for (int i = 0; i < segment; ++i) raw[r][i] = u.e[i];
+        }
+      } else {
+#pragma unroll
+        for (int r = 0; r < Rows; ++r) {
+          const int y = ti * TR + warp * Rows + r;
+          const int n = y < height ? count * C : 0;
+          load_segment<In, segment>(image + (std::size_t(y < height ? y : 0) * std::size_t(width) +
+                                             std::size_t(x0 < width ? x0 : 0)) * C,
+                                    n, raw[r]);
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < Rows; ++r) {
+        const int y = ti * TR + warp * Rows + r;
+#pragma unroll
+        for (int p = 0; p < pixels_per_thread; ++p)
+#pragma unroll
+          for (int c = 0; c < C; ++c) {
+            const bool inside = p < count && y < height;
+            const Table t = inside ? Table(raw[r][p * C + c]) - off[c] : Table(0);
+            v[r][p][c] = p == 0 ? t : v[r][p - 1][c] + t;
+          }
+      }
+    }
+    // The thread's units have been read (v depends on them): refill them with the next tile.
+    if constexpr (Prefetch)
+      if (next < tiles) prefetch_tile<In, C>(image, width, height, tiles_x, next, s_prefetch, tid);
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
-      const int y = ti * TR + warp * Rows + r;
-      const int n = y < height ? count * C : 0;
-      load_segment<In, segment>(image + (std::size_t(y < height ? y : 0) * std::size_t(width) +
-                                         std::size_t(x0 < width ? x0 : 0)) * C,
-                                n, raw[r]);
+      Table incl[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) incl[c] = v[r][pixels_per_thread - 1][c];
+#pragma unroll
+      for (int dlt = 1; dlt < 32; dlt <<= 1) {
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          const Table t = __shfl_up_sync(0xffffffffu, incl[c], dlt);
+          if (lane >= dlt) incl[c] += t;
+        }
+      }
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        Table excl = __shfl_up_sync(0xffffffffu, incl[c], 1);
+        if (lane == 0) excl = Table(0);
+#pragma unroll
+        for (int p = 0; p < pixels_per_thread; ++p) v[r][p][c] += excl;
+        const Table total = __shfl_sync(0xffffffffu, incl[c], 31);
+        if (lane == 0) s_row_sum[warp * Rows + r][c] = total;
+      }
     }
 #pragma unroll
-    for (int r = 0; r < Rows; ++r) {
-      const int y = ti * TR + warp * Rows + r;
+    for (int r = 1; r < Rows; ++r)
 #pragma unroll
       for (int p = 0; p < pixels_per_thread; ++p)
 #pragma unroll
-        for (int c = 0; c < C; ++c) {
-          const bool inside = p < count && y < height;
-          const Table t = inside ? Table(raw[r][p * C + c]) - off[c] : Table(0);
-          v[r][p][c] = p == 0 ? t : v[r][p - 1][c] + t;
-        }
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < Rows; ++r) {
-    Table incl[C];
-#pragma unroll
-    for (int c = 0; c < C; ++c) incl[c] = v[r][pixels_per_thread - 1][c];
-#pragma unroll
-    for (int dlt = 1; dlt < 32; dlt <<= 1) {
-#pragma unroll
-      for (int c = 0; c < C; ++c) {
-        const Table t = __shfl_up_sync(0xffffffffu, incl[c], dlt);
-        if (lane >= dlt) incl[c] += t;
-      }
-    }
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      Table excl = __shfl_up_sync(0xffffffffu, incl[c], 1);
-      if (lane == 0) excl = Table(0);
-#pragma unroll
-      for (int p = 0; p < pixels_per_thread; ++p) v[r][p][c] += excl;
-      const Table total = __shfl_sync(0xffffffffu, incl[c], 31);
-      if (lane == 0) s_row_sum[warp * Rows + r][c] = total;
-    }
-  }
-#pragma unroll
-  for (int r = 1; r < Rows; ++r)
+        for (int c = 0; c < C; ++c) v[r][p][c] += v[r - 1][p][c];
 #pragma unroll
     for (int p = 0; p < pixels_per_thread; ++p)
 #pragma unroll
-      for (int c = 0; c < C; ++c) v[r][p][c] += v[r - 1][p][c];
-#pragma unroll
-  for (int p = 0; p < pixels_per_thread; ++p)
-#pragma unroll
-    for (int c = 0; c < C; ++c) s_warp_col[warp][p * C + c][lane] = v[Rows - 1][p][c];
-  __syncthreads();
+      for (int c = 0; c < C; ++c) s_warp_col[warp][p * C + c][lane] = v[Rows - 1][p][c];
+    __syncthreads();
 
-  if (warp == 0) {
-    // Row carries; lane = row of the tile (lanes past the tile's rows carry zeros).
-    const bool has_row = lane < TR;
-    const int row = has_row ? lane : 0;
-    const std::size_t row_base = std::size_t(tile) * TR * C + std::size_t(row) * C;
-    Table sum[C], carry[C];
+    if (warp == 0) {
+      // Row carries; lane = row of the tile (lanes past the tile's rows carry zeros).
+      const bool has_row = lane < TR;
+      const int row = has_row ? lane : 0;
+      const std::size_t row_base = std::size_t(tile) * TR * C + std::size_t(row) * C;
+      Table sum[C], carry[C];
 #pragma unroll
-    for (int c = 0; c < C; ++c) {
-      sum[c] = has_row ? s_row_sum[row][c] : Table(0);
-      carry[c] = Table(0);
-    }
-    if (has_row)
-#pragma unroll
-      for (int c = 0; c < C; ++c) (tj == 0 ? d.row_inclusive : d.row_aggregate)[row_base + c] = sum[c];
-    gpu_fence();
-    __syncwarp();
-    if (lane == 0) atomicExch(d.row_flag + tile, tj == 0 ? flag_inclusive : flag_aggregate);
-    if (tj > 0) {
-      const unsigned row_start = unsigned(ti * tiles_x);
-      look_back(
-          d.row_flag, tj, [&](int k) { return row_start + unsigned(tj - 1 - k); },
-          [&](int k, unsigned f) {
-            const Table* src = (f == flag_inclusive ? d.row_inclusive : d.row_aggregate) +
-                               std::size_t(row_start + unsigned(tj - 1 - k)) * TR * C + std::size_t(row) * C;
-            if (has_row)
-#pragma unroll
-              for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
-          });
+      for (int c = 0; c < C; ++c) {
+        sum[c] = has_row ? s_row_sum[row][c] : Table(0);
+        carry[c] = Table(0);
+      }
       if (has_row)
 #pragma unroll
-        for (int c = 0; c < C; ++c) d.row_inclusive[row_base + c] = carry[c] + sum[c];
+        for (int c = 0; c < C; ++c) (tj == 0 ? d.row_inclusive : d.row_aggregate)[row_base + c] = sum[c];
       gpu_fence();
       __syncwarp();
-      if (lane == 0) atomicExch(d.row_flag + tile, flag_inclusive);
-    }
+      if (lane == 0) atomicExch(d.row_flag + tile, tj == 0 ? flag_inclusive : flag_aggregate);
+      if (tj > 0) {
+        const unsigned row_start = unsigned(ti * tiles_x);
+        look_back(
+            d.row_flag, tj, [&](int k) { return row_start + unsigned(tj - 1 - k); },
+            [&](int k, unsigned f) {
+              const Table* src = (f == flag_inclusive ? d.row_inclusive : d.row_aggregate) +
+                                 std::size_t(row_start + unsigned(tj - 1 - k)) * TR * C + std::size_t(row) * C;
+              if (has_row)
 #pragma unroll
-    for (int dlt = 1; dlt < 32; dlt <<= 1) {
+                for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
+            });
+        if (has_row)
+#pragma unroll
+          for (int c = 0; c < C; ++c) d.row_inclusive[row_base + c] = carry[c] + sum[c];
+        gpu_fence();
+        __syncwarp();
+        if (lane == 0) atomicExch(d.row_flag + tile, flag_inclusive);
+      }
+#pragma unroll
+      for (int dlt = 1; dlt < 32; dlt <<= 1) {
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          const Table t = __shfl_up_sync(0xffffffffu, carry[c], dlt);
+          if (lane >= dlt) carry[c] += t;
+        }
+      }
+      if (has_row)
+#pragma unroll
+        for (int c = 0; c < C; ++c) s_carry_prefix[row][c] = carry[c];
+      // Corner aggregate for the tiles below: the total of this tile's row carries.
+      if (lane == TR - 1) {
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          s_carry_total[c] = carry[c];
+          (ti == 0 ? d.corner_inclusive : d.corner_aggregate)[std::size_t(tile) * C + c] = carry[c];
+        }
+        gpu_fence();
+        atomicExch(d.corner_flag + tile, ti == 0 ? flag_inclusive : flag_aggregate);
+      }
+    } else if (warp == 1) {
+      // Corner: the row-carry totals of the tiles above in this tile column (zero in tile column 0).
+      Table corner[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) corner[c] = Table(0);
+      if (ti > 0 && tj > 0) {
+        look_back(
+            d.corner_flag, ti, [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj); },
+            [&](int k, unsigned f) {
+              const Table* src = (f == flag_inclusive ? d.corner_inclusive : d.corner_aggregate) +
+                                 std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * C;
+#pragma unroll
+              for (int c = 0; c < C; ++c) corner[c] += load_l2(src + c);
+            });
+      }
+      if (lane == 0)
+#pragma unroll
+        for (int c = 0; c < C; ++c) s_corner[c] = corner[c];
+    } else if (warp >= block_threads / 32 - col_groups) {
+      // Column carries: warp g owns tile columns 32g..32g+31; lane = column within the group.
+      const int g = warp - (block_threads / 32 - col_groups);
+      const int x = g * 32 + lane;
+      const int xp = x & 3, xl = x >> 2;
+      const std::size_t col_base = std::size_t(tile) * tile_cols * C + std::size_t(x) * C;
+      Table col_sum[C], carry[C];
 #pragma unroll
       for (int c = 0; c < C; ++c) {
-        const Table t = __shfl_up_sync(0xffffffffu, carry[c], dlt);
-        if (lane >= dlt) carry[c] += t;
+        Table acc = Table(0);
+#pragma unroll
+        for (int w = 0; w < block_threads / 32; ++w) {
+          const Table t = s_warp_col[w][xp * C + c][xl];
+          s_warp_col[w][xp * C + c][xl] = acc;
+          acc += t;
+        }
+        col_sum[c] = acc;
+        carry[c] = Table(0);
+        (ti == 0 ? d.col_inclusive : d.col_aggregate)[col_base + c] = acc;
       }
-    }
-#pragma unroll
-    if (has_row)
-#pragma unroll
-      for (int c = 0; c < C; ++c) s_carry_prefix[row][c] = carry[c];
-    // Corner aggregate for the tiles below: the total of this tile's row carries.
-    if (lane == TR - 1) {
-#pragma unroll
-      for (int c = 0; c < C; ++c) {
-        s_carry_total[c] = carry[c];
-        (ti == 0 ? d.corner_inclusive : d.corner_aggregate)[std::size_t(tile) * C + c] = carry[c];
-      }
-      gpu_fence();
-      atomicExch(d.corner_flag + tile, ti == 0 ? flag_inclusive : flag_aggregate);
-    }
-  } else if (warp == 1) {
-    // Corner: the row-carry totals of the tiles above in this tile column (zero in tile column 0).
-    Table corner[C];
-#pragma unroll
-    for (int c = 0; c < C; ++c) corner[c] = Table(0);
-    if (ti > 0 && tj > 0) {
-      look_back(
-          d.corner_flag, ti, [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj); },
-          [&](int k, unsigned f) {
-            const Table* src = (f == flag_inclusive ? d.corner_inclusive : d.corner_aggregate) +
-                               std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * C;
-#pragma unroll
-            for (int c = 0; c < C; ++c) corner[c] += load_l2(src + c);
-          });
-    }
-    if (lane == 0)
-#pragma unroll
-      for (int c = 0; c < C; ++c) s_corner[c] = corner[c];
-  } else if (warp >= block_threads / 32 - col_groups) {
-    // Column carries: warp g owns tile columns 32g..32g+31; lane = column within the group.
-    const int g = warp - (block_threads / 32 - col_groups);
-    const int x = g * 32 + lane;
-    const int xp = x & 3, xl = x >> 2;
-    const std::size_t col_base = std::size_t(tile) * tile_cols * C + std::size_t(x) * C;
-    Table col_sum[C], carry[C];
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      Table acc = Table(0);
-#pragma unroll
-      for (int w = 0; w < block_threads / 32; ++w) {
-        const Table t = s_warp_col[w][xp * C + c][xl];
-        s_warp_col[w][xp * C + c][xl] = acc;
-        acc += t;
-      }
-      col_sum[c] = acc;
-      carry[c] = Table(0);
-      (ti == 0 ? d.col_inclusive : d.col_aggregate)[col_base + c] = acc;
-    }
-    gpu_fence();
-    __syncwarp();
-    const unsigned my_flag = tile * col_groups + unsigned(g);
-    if (lane == 0) atomicExch(d.col_flag + my_flag, ti == 0 ? flag_inclusive : flag_aggregate);
-    if (ti > 0) {
-      look_back(
-          d.col_flag, ti, [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj) * col_groups + unsigned(g); },
-          [&](int k, unsigned f) {
-            const Table* src = (f == flag_inclusive ? d.col_inclusive : d.col_aggregate) +
-                               std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * tile_cols * C + std::size_t(x) * C;
-#pragma unroll
-            for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
-          });
-#pragma unroll
-      for (int c = 0; c < C; ++c) d.col_inclusive[col_base + c] = carry[c] + col_sum[c];
       gpu_fence();
       __syncwarp();
-      if (lane == 0) atomicExch(d.col_flag + my_flag, flag_inclusive);
+      const unsigned my_flag = tile * col_groups + unsigned(g);
+      if (lane == 0) atomicExch(d.col_flag + my_flag, ti == 0 ? flag_inclusive : flag_aggregate);
+      if (ti > 0) {
+        look_back(
+            d.col_flag, ti,
+            [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj) * col_groups + unsigned(g); },
+            [&](int k, unsigned f) {
+              const Table* src = (f == flag_inclusive ? d.col_inclusive : d.col_aggregate) +
+                                 std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * tile_cols * C +
+                                 std::size_t(x) * C;
+#pragma unroll
+              for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
+            });
+#pragma unroll
+        for (int c = 0; c < C; ++c) d.col_inclusive[col_base + c] = carry[c] + col_sum[c];
+        gpu_fence();
+        __syncwarp();
+        if (lane == 0) atomicExch(d.col_flag + my_flag, flag_inclusive);
+      }
+#pragma unroll
+      for (int c = 0; c < C; ++c) s_col_carry[xp * C + c][xl] = carry[c];
     }
+    __syncthreads();
+    if (warp == 1 && lane == 0 && ti > 0) {
 #pragma unroll
-    for (int c = 0; c < C; ++c) s_col_carry[xp * C + c][xl] = carry[c];
-  }
-  __syncthreads();
-  if (warp == 1 && lane == 0 && ti > 0) {
-#pragma unroll
-    for (int c = 0; c < C; ++c) d.corner_inclusive[std::size_t(tile) * C + c] = s_corner[c] + s_carry_total[c];
-    gpu_fence();
-    atomicExch(d.corner_flag + tile, flag_inclusive);
-  }
+      for (int c = 0; c < C; ++c) d.corner_inclusive[std::size_t(tile) * C + c] = s_corner[c] + s_carry_total[c];
+      gpu_fence();
+      atomicExch(d.corner_flag + tile, flag_inclusive);
+    }
 
-  Table column_base[segment];
-#pragma unroll
-  for (int p = 0; p < pixels_per_thread; ++p)
-#pragma unroll
-    for (int c = 0; c < C; ++c)
-      column_base[p * C + c] = s_warp_col[warp][p * C + c][lane] + s_col_carry[p * C + c][lane] + s_corner[c];
-  __syncwarp();  // s_warp_col[warp] becomes this warp's store stage
-#pragma unroll
-  for (int r = 0; r < Rows; ++r) {
-    const int ty = warp * Rows + r;
-    const int y = ti * TR + ty;
-    Table out[segment];
+    Table column_base[segment];
 #pragma unroll
     for (int p = 0; p < pixels_per_thread; ++p)
 #pragma unroll
-      for (int c = 0; c < C; ++c) out[p * C + c] = v[r][p][c] + column_base[p * C + c] + s_carry_prefix[ty][c];
-    Table* row = table + (std::size_t(y) * std::size_t(width) + std::size_t(tj * tile_cols)) * C;
-    if constexpr ((sizeof(Table) * segment) % 16 == 0) {
-      if (y < height && (tj + 1) * tile_cols <= width && reinterpret_cast<std::uintptr_t>(row) % 16 == 0) {
-        store_row_staged<Table, segment>(row, out, &s_warp_col[warp][0][0], lane);
-        continue;
+      for (int c = 0; c < C; ++c)
+        column_base[p * C + c] = s_warp_col[warp][p * C + c][lane] + s_col_carry[p * C + c][lane] + s_corner[c];
+    __syncwarp();  // s_warp_col[warp] becomes this warp's store stage
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) {
+      const int ty = warp * Rows + r;
+      const int y = ti * TR + ty;
+      Table out[segment];
+#pragma unroll
+      for (int p = 0; p < pixels_per_thread; ++p)
+#pragma unroll
+        for (int c = 0; c < C; ++c) out[p * C + c] = v[r][p][c] + column_base[p * C + c] + s_carry_prefix[ty][c];
+      Table* row = table + (std::size_t(y) * std::size_t(width) + std::size_t(tj * tile_cols)) * C;
+      if constexpr ((sizeof(Table) * segment) % 16 == 0) {
+        if (y < height && (tj + 1) * tile_cols <= width && reinterpret_cast<std::uintptr_t>(row) % 16 == 0) {
+          store_row_staged<Table, segment>(row, out, &s_warp_col[warp][0][0], lane);
+          continue;
+        }
       }
+      if (y < height && count > 0)
+        store_segment<Table, segment>(table + (std::size_t(y) * std::size_t(width) + std::size_t(x0)) * C,
+                                      count * C, out);
     }
-    if (y < height && count > 0)
-      store_segment<Table, segment>(table + (std::size_t(y) * std::size_t(width) + std::size_t(x0)) * C, count * C, out);
+    // Every shared array written in the next iteration before its first barrier is either this
+    // warp's own (stage, column sums) or read by the others only between the two barriers.
   }
 }
 
