@@ -130,11 +130,11 @@ void sweep_scan_i32(canopy::context& ctx, int lg) {
   auto c = make_scan_case<T, false>(ctx, lg, in, out);
   c.run<canopy::detail::tuning::plain_scan_shape<T>>("default (plain_scan_shape)");
   c.run<scan_shape<T, T, 128, 256, 1, true, true>>("128B x256 spec+stream (earlier default)");
-  c.run<scan_shape<T, T, 128, 256, 4, true, true>>("128B x256 spec+stream, minblocks 4");
-  c.run<scan_shape<T, T, 128, 1024, 1, true, true>>("128B x1024 spec+stream, minblocks 1");
-  c.run<scan_shape<T, T, 128, 512, 2, true, false>>("128B x512 stream, minblocks 2");
-  c.run<scan_shape<T, T, 128, 512, 2, false, true>>("128B x512 spec, minblocks 2");
-  c.run<scan_shape<T, T, 128, 512, 2, true, true, 1, 64>>("128B x512 spec+stream mb2, backoff 64");
+  c.run<scan_shape<T, T, 128, 512, 2, false, false>>("128B x512 mb2, no hints");
+  c.run<scan_shape<T, T, 128, 512, 2, true, false, 2>>("128B x512 mb2 stream, lookback 64");
+  c.run<scan_shape<T, T, 128, 512, 2, true, false, 1, 64>>("128B x512 mb2 stream, backoff cap 64");
+  c.run<scan_shape<T, T, 128, 512, 2, true, false, 1, 1024>>("128B x512 mb2 stream, backoff cap 1024");
+  c.run<scan_shape<T, T, 128, 512, 2, true, false>>("128B x512 mb2 stream");
 }
 
 void sweep_scan_i64(canopy::context& ctx, int lg) {
@@ -145,10 +145,11 @@ void sweep_scan_i64(canopy::context& ctx, int lg) {
   auto c = make_scan_case<T, true>(ctx, lg, in, out);
   c.run<canopy::detail::tuning::plain_scan_shape<T>>("default (plain_scan_shape)");
   c.run<scan_shape<T, T, 128, 128, 1, true, false>>("128B x128 stream (earlier default)");
-  c.run<scan_shape<T, T, 128, 256, 4, true, false>>("128B x256 stream, minblocks 4");
   c.run<scan_shape<T, T, 128, 512, 2, true, false>>("128B x512 stream, minblocks 2");
-  c.run<scan_shape<T, T, 128, 128, 8, true, true>>("128B x128 spec+stream, minblocks 8");
-  c.run<scan_shape<T, T, 128, 128, 8, false, false>>("128B x128 no hints, minblocks 8");
+  c.run<scan_shape<T, T, 128, 256, 4, false, false>>("128B x256 mb4, no hints");
+  c.run<scan_shape<T, T, 128, 256, 4, true, false, 2>>("128B x256 mb4 stream, lookback 64");
+  c.run<scan_shape<T, T, 128, 256, 4, true, false, 1, 1024>>("128B x256 mb4 stream, backoff cap 1024");
+  c.run<scan_shape<T, T, 128, 1024, 1, true, false>>("128B x1024 stream");
 }
 
 // ---- select -------------------------------------------------------------------------------------
@@ -242,8 +243,8 @@ void sweep_reduce(canopy::context& ctx, int lg) {
   check("512 thr, 4 vectors in flight", [&] {
     canopy::detail::cuda_reduce_shaped<T, plus<T>, 512, 4>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
   });
-  check("128 thr, 4 vectors in flight", [&] {
-    canopy::detail::cuda_reduce_shaped<T, plus<T>, 128, 4>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
+  check("256 thr, 4 vectors in flight", [&] {
+    canopy::detail::cuda_reduce_shaped<T, plus<T>, 256, 4>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
   });
 }
 

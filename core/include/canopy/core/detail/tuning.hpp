@@ -61,13 +61,13 @@ using default_scan_shape = scan_shape<T, Acc, 128, (sizeof(T) <= 4 ? 256 : 128)>
 //! The plain (unsegmented) scan's tile, chosen by resident warps per SM first (the look-back and
 //! barriers of a tile are latency that only other resident tiles hide; measured on H200 with
 //! canopy-scan-tuning, docs/performance/scan.md, runs 5-6):
-//!   4-byte values: 128 bytes per thread x 512 threads, 2 blocks per SM (64 registers, 32 warps),
-//!     evict-first hints: 2^28 i32 0.801 -> 0.715 ms (CUB 0.690). The speculative first load, a
-//!     gain at 24 warps per SM, cost 5% at 32.
+//!   4-byte values: 128 bytes per thread x 1024 threads (64 registers, 32 warps), evict-first
+//!     hints: 2^28 i32 0.801 -> 0.707 ms (CUB 0.690; 512 x 2 blocks 0.716). The speculative first
+//!     load, a gain at 24 warps per SM, cost 5% at 32.
 //!   8-byte values: 128 bytes per thread x 256 threads, 4 blocks per SM (64 registers, 32 warps),
 //!     evict-first hints: 2^28 i64 1.486 -> 1.273 ms (CUB 1.234).
 template <class T>
-using plain_scan_shape = std::conditional_t<(sizeof(T) <= 4), scan_shape<T, T, 128, 512, 2, true, false>,
+using plain_scan_shape = std::conditional_t<(sizeof(T) <= 4), scan_shape<T, T, 128, 1024, 1, true, false>,
                                             scan_shape<T, T, 128, 256, 4, true, false>>;
 
 //! Select/partition tile: for values of up to 4 bytes 4 blocks per SM (63 registers, no spills;
@@ -76,9 +76,11 @@ template <class T>
 using select_shape = std::conditional_t<(sizeof(T) <= 4), scan_shape<T, unsigned, 128, 256, 4>,
                                         default_scan_shape<T, unsigned>>;
 
-//! Reduction: 256 threads, 4 vectors of 16 bytes in flight per thread per step (64 bytes); the grid
+//! Reduction: 128 threads, 4 vectors of 16 bytes in flight per thread per step (64 bytes); the grid
 //! is one wave of resident blocks (occupancy query), each folding a contiguous run of rows.
-constexpr int reduce_block_threads = 256;
+//! 128 threads measured about 1% faster than 256 in two runs (H200, 2^26 and 2^28); 8 vectors, 512
+//! threads and an L2::256B prefetch hint on the loads were not faster (docs/performance/scan.md).
+constexpr int reduce_block_threads = 128;
 constexpr int reduce_vectors_per_thread = 4;
 
 }  // namespace tuning
