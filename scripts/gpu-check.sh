@@ -4,6 +4,9 @@
 # cases are filtered out: under the sanitizer they would take minutes each).
 # Logs go to $OUT (or ./gpu-check-out). Run from the repository root on the GPU machine, with
 # .deps (TBB, GTest) carried; see scripts/device-build.sh.
+# With GPU_CHECK_BENCH=<name> it also runs canopy-bench and canopy-sat-bench between the tests and
+# the sanitizers (the GPU to themselves), writing <name>.json and sat-<name>.json to the log folder;
+# set CANOPY_COMMIT to the commit being checked (the machine's copy of the tree has no .git).
 set -uo pipefail
 out=${OUT:-gpu-check-out}
 mkdir -p "$out"
@@ -12,6 +15,13 @@ echo "gpu-check: build ok"
 (cd build-gpu && ctest -L gpu --output-on-failure -j 4 --timeout 600) >"$out/ctest-gpu.log" 2>&1
 ctest_rc=$?
 grep -E "tests passed|tests failed|\*\*\*Failed|Not Run|Timeout|Skipped" "$out/ctest-gpu.log"
+
+bench_rc=0
+if [ -n "${GPU_CHECK_BENCH:-}" ]; then
+  build-gpu/bench/primitives/canopy-bench --out "$out/$GPU_CHECK_BENCH.json" >"$out/bench.txt" 2>&1 || bench_rc=1
+  build-gpu/bench/sat/canopy-sat-bench --out "$out/sat-$GPU_CHECK_BENCH.json" >"$out/sat-bench.txt" 2>&1 || bench_rc=1
+  echo "gpu-check: benchmarks rc=$bench_rc"
+fi
 
 # Small cases only: under the sanitizer the large ones would take minutes each. Suites run in
 # parallel (the GPU has room for all of them) with a time limit each.
@@ -33,4 +43,4 @@ ls build-gpu/tests/test_* | grep -v test_runtime | while read -r exe; do
 done | xargs -P 12 -L 1 bash -c 'sanitize_one "$0" "$1"' | sort | tee "$out/sanitize-summary.txt"
 sanitizer_rc=0
 grep -vqE 'rc=0 ' "$out/sanitize-summary.txt" && sanitizer_rc=1
-exit $(( ctest_rc != 0 || sanitizer_rc != 0 ))
+exit $(( ctest_rc != 0 || sanitizer_rc != 0 || bench_rc != 0 ))
