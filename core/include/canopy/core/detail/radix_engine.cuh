@@ -13,6 +13,7 @@
 #include <canopy/core/detail/split_host.cuh>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 namespace canopy::detail {
@@ -55,7 +56,7 @@ struct onesweep_default {
   static constexpr int min_blocks = keys_only ? 3 : 2;
 };
 
-template <class K, class V, int Items, int MinBlocks>
+template <class K, class V, int Items, int MinBlocks, bool Words = true, bool PlaceEarly = true>
 void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   namespace os = onesweep;
   using S = os::shape<K, V, Items, MinBlocks>;
@@ -84,9 +85,23 @@ void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   os::digit_offsets_kernel<<<passes, 256, 0, ctx.stream()>>>(hist);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::digit_offsets_kernel");
 
-  auto* kernel = os::onesweep_pass_kernel<K, V, Items, MinBlocks>;
+  // 8-byte keys: a pass whose digit lies in one 32-bit word of the key runs the kernel that reads
+  // only that word (a 32-bit shift and mask per digit instead of a variable 64-bit shift).
+  constexpr bool words = Words && sizeof(K) == 8;
+  using os::digit_word;
+  auto* whole = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::whole, PlaceEarly>;
+  auto* low = whole;
+  auto* high = whole;
+  if constexpr (words) {
+    low = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::low, PlaceEarly>;
+    high = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::high, PlaceEarly>;
+  }
   // Tiles above 48 KiB of shared memory need the opt-in limit (a host-side attribute, no sync).
-  CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::smem_bytes)));
+  CANOPY_CUDA_CHECK(cudaFuncSetAttribute(whole, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::smem_bytes)));
+  if constexpr (words) {
+    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(low, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::smem_bytes)));
+    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(high, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::smem_bytes)));
+  }
   for (int p = 0; p < passes; ++p) {
     const int shift = job.begin_bit + 8 * p;
     const int bits = std::min(8, job.end_bit - shift);
@@ -102,7 +117,10 @@ void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
       a.vals_out = nullptr;
     }
     a.n = n;
+    auto* kernel = whole;
     a.shift = shift;
+    if (words && shift >= 32) kernel = high, a.shift = shift - 32;
+    else if (words && shift + bits <= 32) kernel = low;
     a.mask = (1u << bits) - 1u;
     a.kind = job.kind;
     a.digit_offsets = hist + std::size_t(p) * os::radix;
@@ -118,6 +136,26 @@ void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) 
   require(job.n <= onesweep::max_elements, function, "keys",
           "the CUDA backend sorts fewer than 2^30 elements per call, got " + std::to_string(job.n));
   using D = onesweep_default<K, V>;
+  // TEMPORARY sweep switch (removed before the final commit).
+  const char* sv = std::getenv("CANOPY_SORT_VARIANT");
+  const int v = sv ? std::atoi(sv) : -1;
+  if constexpr (std::is_same_v<K, std::uint64_t> && std::is_same_v<V, no_value>) {
+    if (v == 0) return lsd_run_cuda_shaped<K, V, 14, 3, false, false>(ctx, job);
+    if (v == 1) return lsd_run_cuda_shaped<K, V, 14, 3>(ctx, job);
+    if (v == 2) return lsd_run_cuda_shaped<K, V, 16, 3>(ctx, job);
+    if (v == 3) return lsd_run_cuda_shaped<K, V, 18, 3>(ctx, job);
+    if (v == 4) return lsd_run_cuda_shaped<K, V, 20, 3>(ctx, job);
+    if (v == 5) return lsd_run_cuda_shaped<K, V, 16, 3, false, true>(ctx, job);
+  }
+  if constexpr (std::is_same_v<K, std::uint32_t> && std::is_same_v<V, no_value>) {
+    if (v == 0) return lsd_run_cuda_shaped<K, V, 22, 3, false, false>(ctx, job);
+    if (v == 1) return lsd_run_cuda_shaped<K, V, 22, 3>(ctx, job);
+    if (v == 2) return lsd_run_cuda_shaped<K, V, 24, 3>(ctx, job);
+    if (v == 3) return lsd_run_cuda_shaped<K, V, 26, 3>(ctx, job);
+  }
+  if constexpr (std::is_same_v<K, std::uint64_t> && std::is_same_v<V, std::uint32_t>) {
+    if (v == 0) return lsd_run_cuda_shaped<K, V, 18, 2, false, false>(ctx, job);
+  }
   lsd_run_cuda_shaped<K, V, D::items, D::min_blocks>(ctx, job);
 }
 #endif
