@@ -13,7 +13,6 @@
 #include <canopy/core/detail/split_host.cuh>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 namespace canopy::detail {
@@ -45,18 +44,18 @@ inline void check_bit_range(int begin_bit, int end_bit, int key_bits, const char
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
 //! Tile shape per record width: items per thread, and blocks per SM as the register hint. Keys
 //! only run three blocks of 384 threads per SM (56 registers), pairs two (80 registers, larger
-//! tiles). Chosen by a sweep on an H200 at 2^26 and 2^28 (docs/performance/sort.md): u32 keys
-//! 22 items (of 16-24), u32/u32 pairs 24 (of 16-26), u64 keys 14 (of 12-20), u64/u32 pairs 18
-//! (of 12-20). Pairs with 8-byte values were not measured; they take 16 items.
+//! tiles). Chosen by sweeps on an H200 at 2^26 and 2^28 (docs/performance/sort.md): u32 keys
+//! 26 items (of 16-26; 28 not measured), u32/u32 pairs 24 (of 16-26), u64 keys 16 (of 12-20),
+//! u64/u32 pairs 18 (of 12-20). Pairs with 8-byte values were not measured; they take 16 items.
 template <class K, class V>
 struct onesweep_default {
   static constexpr bool keys_only = std::is_same_v<V, no_value>;
   static constexpr bool four_byte = sizeof(K) == 4 && (keys_only || sizeof(V) == 4);
-  static constexpr int items = keys_only ? (sizeof(K) == 4 ? 22 : 14) : four_byte ? 24 : sizeof(V) == 4 ? 18 : 16;
+  static constexpr int items = keys_only ? (sizeof(K) == 4 ? 26 : 16) : four_byte ? 24 : sizeof(V) == 4 ? 18 : 16;
   static constexpr int min_blocks = keys_only ? 3 : 2;
 };
 
-template <class K, class V, int Items, int MinBlocks, bool Words = true, bool PlaceEarly = true>
+template <class K, class V, int Items, int MinBlocks>
 void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   namespace os = onesweep;
   using S = os::shape<K, V, Items, MinBlocks>;
@@ -85,16 +84,17 @@ void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   os::digit_offsets_kernel<<<passes, 256, 0, ctx.stream()>>>(hist);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::digit_offsets_kernel");
 
-  // 8-byte keys: a pass whose digit lies in one 32-bit word of the key runs the kernel that reads
-  // only that word (a 32-bit shift and mask per digit instead of a variable 64-bit shift).
-  constexpr bool words = Words && sizeof(K) == 8;
+  // 8-byte keys, keys only: a pass whose digit lies in one 32-bit word of the key runs the kernel
+  // that reads only that word (a 32-bit shift and mask per digit instead of a variable 64-bit
+  // shift). Pairs keep one kernel: measured no change for u64/u32 pairs (docs/performance/sort.md).
+  constexpr bool words = sizeof(K) == 8 && std::is_same_v<V, no_value>;
   using os::digit_word;
-  auto* whole = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::whole, PlaceEarly>;
+  auto* whole = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::whole>;
   auto* low = whole;
   auto* high = whole;
   if constexpr (words) {
-    low = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::low, PlaceEarly>;
-    high = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::high, PlaceEarly>;
+    low = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::low>;
+    high = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::high>;
   }
   // Tiles above 48 KiB of shared memory need the opt-in limit (a host-side attribute, no sync).
   CANOPY_CUDA_CHECK(cudaFuncSetAttribute(whole, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::smem_bytes)));
@@ -136,26 +136,6 @@ void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) 
   require(job.n <= onesweep::max_elements, function, "keys",
           "the CUDA backend sorts fewer than 2^30 elements per call, got " + std::to_string(job.n));
   using D = onesweep_default<K, V>;
-  // TEMPORARY sweep switch (removed before the final commit).
-  const char* sv = std::getenv("CANOPY_SORT_VARIANT");
-  const int v = sv ? std::atoi(sv) : -1;
-  if constexpr (std::is_same_v<K, std::uint64_t> && std::is_same_v<V, no_value>) {
-    if (v == 0) return lsd_run_cuda_shaped<K, V, 14, 3, false, false>(ctx, job);
-    if (v == 1) return lsd_run_cuda_shaped<K, V, 14, 3>(ctx, job);
-    if (v == 2) return lsd_run_cuda_shaped<K, V, 16, 3>(ctx, job);
-    if (v == 3) return lsd_run_cuda_shaped<K, V, 18, 3>(ctx, job);
-    if (v == 4) return lsd_run_cuda_shaped<K, V, 20, 3>(ctx, job);
-    if (v == 5) return lsd_run_cuda_shaped<K, V, 16, 3, false, true>(ctx, job);
-  }
-  if constexpr (std::is_same_v<K, std::uint32_t> && std::is_same_v<V, no_value>) {
-    if (v == 0) return lsd_run_cuda_shaped<K, V, 22, 3, false, false>(ctx, job);
-    if (v == 1) return lsd_run_cuda_shaped<K, V, 22, 3>(ctx, job);
-    if (v == 2) return lsd_run_cuda_shaped<K, V, 24, 3>(ctx, job);
-    if (v == 3) return lsd_run_cuda_shaped<K, V, 26, 3>(ctx, job);
-  }
-  if constexpr (std::is_same_v<K, std::uint64_t> && std::is_same_v<V, std::uint32_t>) {
-    if (v == 0) return lsd_run_cuda_shaped<K, V, 18, 2, false, false>(ctx, job);
-  }
   lsd_run_cuda_shaped<K, V, D::items, D::min_blocks>(ctx, job);
 }
 #endif

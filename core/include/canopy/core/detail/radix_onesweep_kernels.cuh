@@ -125,7 +125,7 @@ __device__ __forceinline__ std::uint32_t digit_of(K ordered, int shift, std::uin
 //! and the highest positions, so it ranks after every real key and its shared slots are the
 //! tile's last ones, which are never written out (only that tile's own counts include them, and
 //! no later tile reads them).
-template <class K, class V, int Items, int MinBlocks, digit_word W = digit_word::whole, bool PlaceEarly = true>
+template <class K, class V, int Items, int MinBlocks, digit_word W = digit_word::whole>
 __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args<K, V> a) {
   using S = shape<K, V, Items, MinBlocks>;
   constexpr int threads = S::threads, items = S::items, tile_size = S::tile, warps = S::warps;
@@ -216,7 +216,7 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
   // Keys only: each key is placed as soon as it is ranked (its slot is final: the counters start
   // from the early counts), so no array of slots is live across the loop (one register per item
   // fewer). Pairs keep the slots for the values, which are loaded after the keys are placed.
-  constexpr bool place_early = PlaceEarly && !has_values;
+  constexpr bool place_early = !has_values;
   std::uint32_t pos[place_early ? 1 : items];
   const std::uint32_t lanes_below = (1u << lane) - 1u;
 #pragma unroll
