@@ -281,7 +281,7 @@ TEST_P(RadixSortTest, BitWindowsInsideTheKey) {
   for (auto [b, e] : {std::pair{0, 1}, {3, 11}, {5, 5}, {7, 20}, {13, 32}, {31, 32}, {8, 16}})
     for (std::size_t n : {std::size_t(1), std::size_t(1025), std::size_t(40000)})
       check_window<std::uint32_t>(ctx(), n, b, e, seed++);
-  for (auto [b, e] : {std::pair{0, 48}, {0, 63}, {16, 48}, {40, 64}, {1, 63}, {60, 61}, {0, 64}})
+  for (auto [b, e] : {std::pair{0, 48}, {0, 63}, {16, 48}, {40, 64}, {1, 63}, {60, 61}, {0, 64}, {24, 40}, {28, 36}})
     for (std::size_t n : {std::size_t(2), std::size_t(6145), std::size_t(50001)})
       check_window<std::uint64_t>(ctx(), n, b, e, seed++);
 }

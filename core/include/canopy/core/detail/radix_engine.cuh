@@ -44,14 +44,14 @@ inline void check_bit_range(int begin_bit, int end_bit, int key_bits, const char
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
 //! Tile shape per record width: items per thread, and blocks per SM as the register hint. Keys
 //! only run three blocks of 384 threads per SM (56 registers), pairs two (80 registers, larger
-//! tiles). Chosen by a sweep on an H200 at 2^26 and 2^28 (docs/performance/sort.md): u32 keys
-//! 22 items (of 16-24), u32/u32 pairs 24 (of 16-26), u64 keys 14 (of 12-20), u64/u32 pairs 18
-//! (of 12-20). Pairs with 8-byte values were not measured; they take 16 items.
+//! tiles). Chosen by sweeps on an H200 at 2^26 and 2^28 (docs/performance/sort.md): u32 keys
+//! 26 items (of 16-26; 28 not measured), u32/u32 pairs 24 (of 16-26), u64 keys 16 (of 12-20),
+//! u64/u32 pairs 18 (of 12-20). Pairs with 8-byte values were not measured; they take 16 items.
 template <class K, class V>
 struct onesweep_default {
   static constexpr bool keys_only = std::is_same_v<V, no_value>;
   static constexpr bool four_byte = sizeof(K) == 4 && (keys_only || sizeof(V) == 4);
-  static constexpr int items = keys_only ? (sizeof(K) == 4 ? 22 : 14) : four_byte ? 24 : sizeof(V) == 4 ? 18 : 16;
+  static constexpr int items = keys_only ? (sizeof(K) == 4 ? 26 : 16) : four_byte ? 24 : sizeof(V) == 4 ? 18 : 16;
   static constexpr int min_blocks = keys_only ? 3 : 2;
 };
 
@@ -84,9 +84,24 @@ void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   os::digit_offsets_kernel<<<passes, 256, 0, ctx.stream()>>>(hist);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::digit_offsets_kernel");
 
-  auto* kernel = os::onesweep_pass_kernel<K, V, Items, MinBlocks>;
+  // 8-byte keys, keys only: a pass whose digit lies in one 32-bit word of the key runs the kernel
+  // that reads only that word (a 32-bit shift and mask per digit instead of a variable 64-bit
+  // shift). Pairs keep one kernel: measured no change for u64/u32 pairs (docs/performance/sort.md).
+  constexpr bool words = sizeof(K) == 8 && std::is_same_v<V, no_value>;
+  using os::digit_word;
+  auto* whole = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::whole>;
+  auto* low = whole;
+  auto* high = whole;
+  if constexpr (words) {
+    low = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::low>;
+    high = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::high>;
+  }
   // Tiles above 48 KiB of shared memory need the opt-in limit (a host-side attribute, no sync).
-  CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::smem_bytes)));
+  CANOPY_CUDA_CHECK(cudaFuncSetAttribute(whole, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::smem_bytes)));
+  if constexpr (words) {
+    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(low, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::smem_bytes)));
+    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(high, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::smem_bytes)));
+  }
   for (int p = 0; p < passes; ++p) {
     const int shift = job.begin_bit + 8 * p;
     const int bits = std::min(8, job.end_bit - shift);
@@ -102,7 +117,10 @@ void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
       a.vals_out = nullptr;
     }
     a.n = n;
+    auto* kernel = whole;
     a.shift = shift;
+    if (words && shift >= 32) kernel = high, a.shift = shift - 32;
+    else if (words && shift + bits <= 32) kernel = low;
     a.mask = (1u << bits) - 1u;
     a.kind = job.kind;
     a.digit_offsets = hist + std::size_t(p) * os::radix;

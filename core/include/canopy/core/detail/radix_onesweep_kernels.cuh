@@ -106,9 +106,17 @@ __device__ __forceinline__ std::uint32_t match_digit(std::uint32_t d) {
   return peers;
 }
 
-template <class K>
+//! Which part of an ordered key holds a pass's digit: the whole key (any shift), or for 8-byte
+//! keys only its low or high 32-bit word (the digit does not straddle bit 32; the shift is then
+//! relative to that word), so the digit is a 32-bit shift and a mask instead of a variable 64-bit
+//! shift. Chosen per pass on the host.
+enum class digit_word : int { whole = 0, low = 1, high = 2 };
+
+template <digit_word W = digit_word::whole, class K>
 __device__ __forceinline__ std::uint32_t digit_of(K ordered, int shift, std::uint32_t mask) {
-  return std::uint32_t(ordered >> shift) & mask;
+  if constexpr (sizeof(K) == 8 && W == digit_word::low) return (std::uint32_t(ordered) >> shift) & mask;
+  else if constexpr (sizeof(K) == 8 && W == digit_word::high) return (std::uint32_t(ordered >> 32) >> shift) & mask;
+  else return std::uint32_t(ordered >> shift) & mask;
 }
 
 //! One 8-bit LSD pass over one tile per block. Keys travel in registers and shared memory as
@@ -117,7 +125,7 @@ __device__ __forceinline__ std::uint32_t digit_of(K ordered, int shift, std::uin
 //! and the highest positions, so it ranks after every real key and its shared slots are the
 //! tile's last ones, which are never written out (only that tile's own counts include them, and
 //! no later tile reads them).
-template <class K, class V, int Items, int MinBlocks>
+template <class K, class V, int Items, int MinBlocks, digit_word W = digit_word::whole>
 __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args<K, V> a) {
   using S = shape<K, V, Items, MinBlocks>;
   constexpr int threads = S::threads, items = S::items, tile_size = S::tile, warps = S::warps;
@@ -172,7 +180,7 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
   // published before the (serial) ranking; ranking then starts from each warp's final offsets.
   std::uint32_t* my_counts = counters + warp * radix;
 #pragma unroll
-  for (int i = 0; i < items; ++i) atomicAdd(&my_counts[digit_of(keys[i], shift, mask)], 1u);
+  for (int i = 0; i < items; ++i) atomicAdd(&my_counts[digit_of<W>(keys[i], shift, mask)], 1u);
   __syncthreads();
   std::uint32_t count = 0;
   if (tid < radix) {
@@ -205,22 +213,30 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
 
   // Stable warp ranking in position order (item i, then lane): equal digits grouped by ballots;
   // the group's lowest lane adds the group's size to the warp's running offset of that digit.
-  std::uint32_t pos[items];
+  // Keys only: each key is placed as soon as it is ranked (its slot is final: the counters start
+  // from the early counts), so no array of slots is live across the loop (one register per item
+  // fewer). Pairs keep the slots for the values, which are loaded after the keys are placed.
+  constexpr bool place_early = !has_values;
+  std::uint32_t pos[place_early ? 1 : items];
   const std::uint32_t lanes_below = (1u << lane) - 1u;
 #pragma unroll
   for (int i = 0; i < items; ++i) {
-    const std::uint32_t d = digit_of(keys[i], shift, mask);
+    const std::uint32_t d = digit_of<W>(keys[i], shift, mask);
     const std::uint32_t peers = match_digit(d);
     const int leader = __ffs(peers) - 1;
     std::uint32_t before = 0;
     if (lane == leader) before = atomicAdd(&my_counts[d], std::uint32_t(__popc(peers)));
-    pos[i] = __shfl_sync(0xffffffffu, before, leader) + __popc(peers & lanes_below);
+    const std::uint32_t slot = __shfl_sync(0xffffffffu, before, leader) + __popc(peers & lanes_below);
+    if constexpr (place_early) s_keys[slot] = keys[i];
+    else pos[i] = slot;
     __syncwarp();  // item i+1's counter update must follow item i's, whichever lanes lead them
   }
   // The exchange buffers do not alias the counters: each warp places its records as soon as it
   // has ranked them, while warps 0-7 also walk the look-back.
+  if constexpr (!place_early) {
 #pragma unroll
-  for (int i = 0; i < items; ++i) s_keys[pos[i]] = keys[i];
+    for (int i = 0; i < items; ++i) s_keys[pos[i]] = keys[i];
+  }
   if constexpr (has_values) {
     __syncwarp();  // keeps the value loads after the key stores: keys[] is dead before vals[] lives
     V vals[items];
@@ -267,7 +283,7 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
       const std::uint32_t j = tid + k * threads;
       if (full_tile || j < tile_n) {
         const K key = s_keys[j];
-        const std::uint32_t slot = s_delta[digit_of(key, shift, mask)] + j;
+        const std::uint32_t slot = s_delta[digit_of<W>(key, shift, mask)] + j;
         if constexpr (decltype(write_keys)::value) a.keys_out[slot] = from_ordered_bits(key, decltype(kind)::value);
         if constexpr (has_values) a.vals_out[slot] = s_vals[j];
       }
