@@ -205,7 +205,34 @@ struct tile_descriptors {
   Table* col_inclusive;       // [tiles][128][channels]
   Table* corner_aggregate;    // [tiles][channels]
   Table* corner_inclusive;    // [tiles][channels]
+  // Measuring builds only (the Measure template flag; null otherwise): per tile, phase_stamps
+  // values, see stamp_* below.
+  unsigned long long* stamps = nullptr;
 };
+
+//! Phase stamps of a measuring build, per tile: globaltimer (ns) at the tile's start and end, and
+//! clock64 at: start, image in registers (after the prefetch wait or the loads), first barrier,
+//! row look-back done (warp 0), corner look-back done (warp 1), column look-back done (warp 4),
+//! second barrier, stores issued.
+enum phase_stamp : int {
+  stamp_global_start = 0,
+  stamp_start,
+  stamp_loaded,
+  stamp_barrier1,
+  stamp_rows_done,
+  stamp_corner_done,
+  stamp_cols_done,
+  stamp_barrier2,
+  stamp_stored,
+  stamp_global_end,
+  phase_stamps
+};
+
+__device__ __forceinline__ unsigned long long global_timer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 //! Shared memory of the single-pass kernel besides the prefetched image tile (dynamic).
 template <class Table, int C>
@@ -230,9 +257,9 @@ constexpr int prefetch_units() {
 
 //! Dynamic shared memory of the prefetching kernel: one tile of the image, rows_per_warp x units
 //! 16-byte units per thread (16 KB for RGBA8, 64 KB for RGBA32F).
-template <class In, int C>
+template <class In, int C, int Rows = rows_per_warp>
 constexpr int prefetch_bytes() {
-  return rows_per_warp * prefetch_units<In, C>() * block_threads * 16;
+  return Rows * prefetch_units<In, C>() * block_threads * 16;
 }
 
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, unsigned src_bytes) {
@@ -258,7 +285,7 @@ __device__ __forceinline__ void cp_async_wait_all() {
 //! [r][unit][thread], so that the later reads of a warp are 512 contiguous bytes, conflict-free).
 //! Needs rows of a whole number of 16-byte units and a 16-byte aligned image: every unit is then
 //! wholly inside or wholly outside the image; units outside are zero-filled without a read.
-template <class In, int C>
+template <class In, int C, int Rows = rows_per_warp>
 __device__ __forceinline__ void prefetch_tile(const In* image, int width, int height, int tiles_x, unsigned tile,
                                               uint4* stage, int tid) {
   constexpr int units = prefetch_units<In, C>();
@@ -268,8 +295,8 @@ __device__ __forceinline__ void prefetch_tile(const In* image, int width, int he
   const std::size_t row_bytes = std::size_t(width) * C * sizeof(In);
   const std::size_t xb = std::size_t(tj * tile_cols + lane * pixels_per_thread) * C * sizeof(In);
 #pragma unroll
-  for (int r = 0; r < rows_per_warp; ++r) {
-    const int y = ti * tile_rows + warp * rows_per_warp + r;
+  for (int r = 0; r < Rows; ++r) {
+    const int y = ti * (Rows * (block_threads / 32)) + warp * Rows + r;
     const char* row = reinterpret_cast<const char*>(image) + std::size_t(y < height ? y : 0) * row_bytes;
 #pragma unroll
     for (int k = 0; k < units; ++k) {
@@ -292,13 +319,16 @@ __device__ __forceinline__ void prefetch_tile(const In* image, int width, int he
 //! blocks kept waiting by other work on the device start when that work ends.
 //! Otherwise: one block per tile, the tile taken in raster order from the counter, so every tile
 //! waited on has started: no deadlock at any occupancy; loads straight from global memory.
-template <class In, class Table, int C, bool Prefetch>
-__global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
+template <class In, class Table, int C, bool Prefetch, bool Bands = false, int RowsPerWarp = rows_per_warp,
+          bool Measure = false>
+__global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? (RowsPerWarp == 4 ? 2 : 3) : 1)
     sat_single_pass_kernel(const In* __restrict__ image, Table* __restrict__ table, int width, int height,
                            Table* __restrict__ offset, int tiles_x, unsigned tiles, tile_descriptors<Table> d) {
   constexpr int segment = pixels_per_thread * C;
-  constexpr int Rows = rows_per_warp;
-  constexpr int TR = tile_rows;
+  constexpr int Rows = RowsPerWarp;
+  constexpr int TR = Rows * (block_threads / 32);
+  static_assert(!Bands || Prefetch, "bands are walked by persistent prefetching blocks");
+  static_assert(Bands || Rows == rows_per_warp, "raster tiles are 32 rows");
   constexpr int units = prefetch_units<In, C>();
   static_assert(TR <= 32, "warp 0 holds one tile row per lane");
   static_assert(!Prefetch || units > 0, "prefetch needs whole 16-byte units per segment");
@@ -333,10 +363,11 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
   }
   __syncthreads();
   // Persistent: block b of G takes tiles b, b + G, ...; otherwise the one tile it claimed.
-  const unsigned stride = Prefetch ? gridDim.x : tiles;
-  unsigned tile = Prefetch ? blockIdx.x : sh.tile;
+  // Bands: block b of G walks tile rows (bands) b, b + G, ... left to right.
+  unsigned tile = Bands ? blockIdx.x * unsigned(tiles_x) : Prefetch ? blockIdx.x : sh.tile;
   if constexpr (Prefetch)
-    if (tile < tiles) prefetch_tile<In, C>(image, width, height, tiles_x, tile, s_prefetch, tid);
+    if (tile < tiles) prefetch_tile<In, C, Rows>(image, width, height, tiles_x, tile, s_prefetch, tid);
+  Table row_carry[Rows][C];  // bands: sums of this warp's rows left of the tile
 
   Table off[C];
 #pragma unroll
@@ -352,10 +383,26 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     }
   }
 
-  for (; tile < tiles; tile += stride) {
-    const unsigned next = tile + stride;
+  while (tile < tiles) {
     const int ti = int(tile / unsigned(tiles_x));
     const int tj = int(tile % unsigned(tiles_x));
+    const unsigned next = !Prefetch ? tiles
+                          : !Bands  ? tile + gridDim.x
+                          : (tj + 1 < tiles_x ? tile + 1u : tile + 1u + (gridDim.x - 1u) * unsigned(tiles_x));
+    if constexpr (Measure)
+      if (tid == 0) {
+        d.stamps[std::size_t(tile) * phase_stamps + stamp_global_start] = global_timer_ns();
+        d.stamps[std::size_t(tile) * phase_stamps + stamp_start] = clock64();
+      }
+    auto stamp = [&](int k) {
+      if constexpr (Measure) d.stamps[std::size_t(tile) * phase_stamps + k] = clock64();
+    };
+    if constexpr (Bands)
+      if (tj == 0)
+#pragma unroll
+        for (int r = 0; r < Rows; ++r)
+#pragma unroll
+          for (int c = 0; c < C; ++c) row_carry[r][c] = Table(0);
     const int x0 = tj * tile_cols + lane * pixels_per_thread;
     const int count = width - x0 >= pixels_per_thread ? pixels_per_thread : (width - x0 > 0 ? width - x0 : 0);
     Table v[Rows][pixels_per_thread][C];
@@ -397,9 +444,10 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
           }
       }
     }
+    if (tid == 0) stamp(stamp_loaded);
     // The thread's units have been read (v depends on them): refill them with the next tile.
     if constexpr (Prefetch)
-      if (next < tiles) prefetch_tile<In, C>(image, width, height, tiles_x, next, s_prefetch, tid);
+      if (next < tiles) prefetch_tile<In, C, Rows>(image, width, height, tiles_x, next, s_prefetch, tid);
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
       Table incl[C];
@@ -420,7 +468,15 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
 #pragma unroll
         for (int p = 0; p < pixels_per_thread; ++p) v[r][p][c] += excl;
         const Table total = __shfl_sync(0xffffffffu, incl[c], 31);
-        if (lane == 0) s_row_sum[warp * Rows + r][c] = total;
+        if constexpr (Bands) {
+          // The row carry joins the row prefixes here, so that the column sums below (the
+          // tile's column aggregate) include everything left of the tile.
+#pragma unroll
+          for (int p = 0; p < pixels_per_thread; ++p) v[r][p][c] += row_carry[r][c];
+          row_carry[r][c] += total;
+        } else {
+          if (lane == 0) s_row_sum[warp * Rows + r][c] = total;
+        }
       }
     }
 #pragma unroll
@@ -434,8 +490,9 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
 #pragma unroll
       for (int c = 0; c < C; ++c) s_warp_col[warp][p * C + c][lane] = v[Rows - 1][p][c];
     __syncthreads();
+    if (tid == 0) stamp(stamp_barrier1);
 
-    if (warp == 0) {
+    if (!Bands && warp == 0) {
       // Row carries; lane = row of the tile (lanes past the tile's rows carry zeros).
       const bool has_row = lane < TR;
       const int row = has_row ? lane : 0;
@@ -491,7 +548,8 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
         gpu_fence();
         atomicExch(d.corner_flag + tile, ti == 0 ? flag_inclusive : flag_aggregate);
       }
-    } else if (warp == 1) {
+      if (lane == 0) stamp(stamp_rows_done);
+    } else if (!Bands && warp == 1) {
       // Corner: the row-carry totals of the tiles above in this tile column (zero in tile column 0).
       Table corner[C];
 #pragma unroll
@@ -506,9 +564,11 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
               for (int c = 0; c < C; ++c) corner[c] += load_l2(src + c);
             });
       }
-      if (lane == 0)
+      if (lane == 0) {
 #pragma unroll
         for (int c = 0; c < C; ++c) s_corner[c] = corner[c];
+        stamp(stamp_corner_done);
+      }
     } else if (warp >= block_threads / 32 - col_groups) {
       // Column carries: warp g owns tile columns 32g..32g+31; lane = column within the group.
       const int g = warp - (block_threads / 32 - col_groups);
@@ -552,9 +612,11 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
       }
 #pragma unroll
       for (int c = 0; c < C; ++c) s_col_carry[xp * C + c][xl] = carry[c];
+      if (g == 0 && lane == 0) stamp(stamp_cols_done);
     }
     __syncthreads();
-    if (warp == 1 && lane == 0 && ti > 0) {
+    if (tid == 0) stamp(stamp_barrier2);
+    if (!Bands && warp == 1 && lane == 0 && ti > 0) {
 #pragma unroll
       for (int c = 0; c < C; ++c) d.corner_inclusive[std::size_t(tile) * C + c] = s_corner[c] + s_carry_total[c];
       gpu_fence();
@@ -566,7 +628,8 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     for (int p = 0; p < pixels_per_thread; ++p)
 #pragma unroll
       for (int c = 0; c < C; ++c)
-        column_base[p * C + c] = s_warp_col[warp][p * C + c][lane] + s_col_carry[p * C + c][lane] + s_corner[c];
+        column_base[p * C + c] =
+            s_warp_col[warp][p * C + c][lane] + s_col_carry[p * C + c][lane] + (Bands ? Table(0) : s_corner[c]);
     __syncwarp();  // s_warp_col[warp] becomes this warp's store stage
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
@@ -576,7 +639,8 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
 #pragma unroll
       for (int p = 0; p < pixels_per_thread; ++p)
 #pragma unroll
-        for (int c = 0; c < C; ++c) out[p * C + c] = v[r][p][c] + column_base[p * C + c] + s_carry_prefix[ty][c];
+        for (int c = 0; c < C; ++c)
+          out[p * C + c] = v[r][p][c] + column_base[p * C + c] + (Bands ? Table(0) : s_carry_prefix[ty][c]);
       Table* row = table + (std::size_t(y) * std::size_t(width) + std::size_t(tj * tile_cols)) * C;
       if constexpr ((sizeof(Table) * segment) % 16 == 0) {
         if (y < height && (tj + 1) * tile_cols <= width && reinterpret_cast<std::uintptr_t>(row) % 16 == 0) {
@@ -588,8 +652,14 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
         store_segment<Table, segment>(table + (std::size_t(y) * std::size_t(width) + std::size_t(x0)) * C,
                                       count * C, out);
     }
+    if constexpr (Measure)
+      if (tid == 0) {
+        d.stamps[std::size_t(tile) * phase_stamps + stamp_stored] = clock64();
+        d.stamps[std::size_t(tile) * phase_stamps + stamp_global_end] = global_timer_ns();
+      }
     // Every shared array written in the next iteration before its first barrier is either this
     // warp's own (stage, column sums) or read by the others only between the two barriers.
+    tile = next;
   }
 }
 
