@@ -37,15 +37,12 @@ void build_rows_then_columns_for_each(context& ctx, const In* image, Table* tabl
 }
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
-//! Rows per band of the band-walking mode for one-unit segments (0: persistent raster order).
-constexpr int band_rows = 0;
-
-//! Blocks of a persistent (prefetching) kernel that fit on the device at once, cached per device.
-template <class In, class Table, int C, bool Bands, int Rows>
+//! Blocks of the persistent (prefetching) kernel that fit on the device at once, cached per device.
+template <class In, class Table, int C>
 std::size_t resident_prefetch_blocks(const context& ctx) {
   namespace k = detail::sat;
-  constexpr auto kernel = k::sat_single_pass_kernel<In, Table, C, true, Bands, Rows>;
-  constexpr int dynamic_bytes = k::prefetch_bytes<In, C, Rows>();
+  constexpr auto kernel = k::sat_single_pass_kernel<In, Table, C, true>;
+  constexpr int dynamic_bytes = k::prefetch_bytes<In, C>();
   static thread_local int cached_device = -1;
   static thread_local int per_sm = 0;
   if (cached_device != ctx.device().ordinal) {
@@ -57,19 +54,16 @@ std::size_t resident_prefetch_blocks(const context& ctx) {
   return std::size_t(std::max(per_sm, 1)) * std::size_t(std::max(ctx.device().multiprocessors, 1));
 }
 
-//! One launch of the single-pass kernel in one of its modes: Prefetch (persistent blocks, raster
-//! order or, with Bands, bands of 8 * Rows rows walked left to right) or one tile per block.
-template <class In, class Table, int C, bool Prefetch, bool Bands, int Rows>
-void launch_tiles(context& ctx, const In* image, Table* table, int width, int height, Table* offset) {
+template <class In, class Table, int C>
+void launch_single_pass(context& ctx, const In* image, Table* table, int width, int height, Table* offset) {
   namespace k = detail::sat;
-  constexpr int tile_rows = Rows * (k::block_threads / 32);
   const int tiles_x = (width + k::tile_cols - 1) / k::tile_cols;
-  const int tiles_y = (height + tile_rows - 1) / tile_rows;
+  const int tiles_y = (height + k::tile_rows - 1) / k::tile_rows;
   const std::size_t tiles = std::size_t(tiles_x) * std::size_t(tiles_y);
   // One buffer holds counter and flags (reset by one memset) and the descriptor values:
   // per tile 2 x (32 rows + 128 columns + 1 corner) x C values, about 8% of the table's size.
   const std::size_t flag_words = 1 + tiles * (2 + k::col_groups);
-  const std::size_t value_bytes = tiles * 2 * std::size_t(tile_rows + k::tile_cols + 1) * C * sizeof(Table);
+  const std::size_t value_bytes = tiles * 2 * std::size_t(k::tile_rows + k::tile_cols + 1) * C * sizeof(Table);
   const std::size_t flag_bytes = ((flag_words * sizeof(unsigned) + 255) / 256) * 256;
   buffer<unsigned char> scratch(ctx, flag_bytes + value_bytes);
   CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch.data(), 0, flag_words * sizeof(unsigned), ctx.stream()));
@@ -81,32 +75,11 @@ void launch_tiles(context& ctx, const In* image, Table* table, int width, int he
   d.col_flag = d.corner_flag + tiles;
   Table* values = reinterpret_cast<Table*>(scratch.data() + flag_bytes);
   d.row_aggregate = values;
-  d.row_inclusive = d.row_aggregate + tiles * tile_rows * C;
-  d.col_aggregate = d.row_inclusive + tiles * tile_rows * C;
+  d.row_inclusive = d.row_aggregate + tiles * k::tile_rows * C;
+  d.col_aggregate = d.row_inclusive + tiles * k::tile_rows * C;
   d.col_inclusive = d.col_aggregate + tiles * k::tile_cols * C;
   d.corner_aggregate = d.col_inclusive + tiles * k::tile_cols * C;
   d.corner_inclusive = d.corner_aggregate + tiles * C;
-  if constexpr (Prefetch) {
-    const std::size_t work = Bands ? std::size_t(tiles_y) : tiles;
-    const std::size_t blocks = std::min(work, resident_prefetch_blocks<In, Table, C, Bands, Rows>(ctx));
-    k::sat_single_pass_kernel<In, Table, C, true, Bands, Rows>
-        <<<unsigned(blocks), k::block_threads, k::prefetch_bytes<In, C, Rows>(), ctx.stream()>>>(
-            image, table, width, height, offset, tiles_x, unsigned(tiles), d);
-  } else {
-    if constexpr (sat_has_offset_v<Table>) {
-      detail::sat::sat_offset_kernel<In, Table><<<1, 256, 0, ctx.stream()>>>(image, offset, width, height, C);
-      CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_offset_kernel");
-    }
-    k::sat_single_pass_kernel<In, Table, C, false>
-        <<<unsigned(tiles), k::block_threads, 0, ctx.stream()>>>(image, table, width, height, offset, tiles_x,
-                                                                 unsigned(tiles), d);
-  }
-  CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
-}
-
-template <class In, class Table, int C>
-void launch_single_pass(context& ctx, const In* image, Table* table, int width, int height, Table* offset) {
-  namespace k = detail::sat;
   // Persistent prefetching blocks where a lane's row segment is exactly one 16-byte unit (RGBA8,
   // RG16, R32F: each cp.async of a warp reads 512 contiguous bytes) and rows are whole units. Measured
   // on an H200, wider segments (RGBA32F: 4 units a lane, each cp.async instruction spread over 2 KB
@@ -114,14 +87,22 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
   // R8 (no prefetch) too; those keep one tile per block, claimed from the counter.
   if constexpr (k::prefetch_units<In, C>() == 1) {
     if (reinterpret_cast<std::uintptr_t>(image) % 16 == 0 && (std::size_t(width) * C * sizeof(In)) % 16 == 0) {
-      if constexpr (band_rows == 0)
-        launch_tiles<In, Table, C, true, false, k::rows_per_warp>(ctx, image, table, width, height, offset);
-      else
-        launch_tiles<In, Table, C, true, true, band_rows / 8>(ctx, image, table, width, height, offset);
+      const std::size_t blocks = std::min(tiles, resident_prefetch_blocks<In, Table, C>(ctx));
+      k::sat_single_pass_kernel<In, Table, C, true>
+          <<<unsigned(blocks), k::block_threads, k::prefetch_bytes<In, C>(), ctx.stream()>>>(
+              image, table, width, height, offset, tiles_x, unsigned(tiles), d);
+      CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
       return;
     }
   }
-  launch_tiles<In, Table, C, false, false, k::rows_per_warp>(ctx, image, table, width, height, offset);
+  if constexpr (sat_has_offset_v<Table>) {
+    detail::sat::sat_offset_kernel<In, Table><<<1, 256, 0, ctx.stream()>>>(image, offset, width, height, C);
+    CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_offset_kernel");
+  }
+  k::sat_single_pass_kernel<In, Table, C, false>
+      <<<unsigned(tiles), k::block_threads, 0, ctx.stream()>>>(image, table, width, height, offset, tiles_x,
+                                                               unsigned(tiles), d);
+  CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
 }
 
 template <class In, class Table, int C>
