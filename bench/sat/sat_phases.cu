@@ -1,12 +1,11 @@
 // canopy-sat-phases: a measuring harness for the single-pass SAT kernel (not a benchmark of the
 // public API; canopy-sat-bench is that). It launches template variants of
 // detail::sat::sat_single_pass_kernel directly:
-//   raster     - the persistent prefetching kernel, tiles in raster order (RGBA8 default)
-//   tile       - one tile per block from the counter (RGBA32F default)
-//   raster_lb0 / tile_lb0 - the same with the previous look-back (LookBack = 0)
-//   raster_b8 / tile_b8   - the current look-back with 8 instead of 4 value loads in flight (LookBack = 2)
-// (A band-walking mode, bands of 32 or 16 rows walked left to right by persistent blocks with the
-// row carries in registers, was measured with this harness at 295b3dd and dropped; docs/sat.md.)
+//   raster - the persistent prefetching kernel, tiles in raster order (RGBA8's path)
+//   tile   - one tile per block from the counter (RGBA32F's path; also timed for RGBA8)
+// (Variants measured with this harness and dropped, docs/sat.md: a band-walking mode at 295b3dd,
+// batched / lane-parallel look-backs at 82c9229. Add a template variant to the kernel and a case
+// here to measure the next idea the same way.)
 // Each variant is checked exactly (u32) or within the float bound (f32) against a CPU reference at
 // odd and large sizes, timed (median of 25 CUDA-event runs after 3 warm-ups, flag memset included)
 // against a device-to-device copy of a table-sized buffer, and, in a Measure build of the same
@@ -44,15 +43,11 @@ namespace {
 int g_sms = 0;
 bool g_ok = true;
 
-enum class variant { raster, tile, raster_lb0, tile_lb0, raster_b8, tile_b8 };
+enum class variant { raster, tile };
 const char* name_of(variant v) {
   switch (v) {
     case variant::raster: return "raster";
     case variant::tile: return "tile";
-    case variant::raster_lb0: return "raster_lb0";
-    case variant::tile_lb0: return "tile_lb0";
-    case variant::raster_b8: return "raster_b8";
-    case variant::tile_b8: return "tile_b8";
   }
   return "?";
 }
@@ -68,7 +63,7 @@ struct runner {
   unsigned long long* stamps = nullptr;
   std::size_t stamp_tiles = 0;
 
-  template <bool Prefetch, int LookBack, bool Measure>
+  template <bool Prefetch, bool Measure>
   unsigned launch(cudaStream_t s, unsigned long long* st) {
     constexpr int TR = k::tile_rows;
     const int tiles_x = (w + k::tile_cols - 1) / k::tile_cols;
@@ -97,7 +92,7 @@ struct runner {
     d.corner_aggregate = d.col_inclusive + tiles * k::tile_cols * C;
     d.corner_inclusive = d.corner_aggregate + tiles * C;
     d.stamps = st;
-    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, LookBack, Measure>;
+    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure>;
     const int dyn = Prefetch ? k::prefetch_bytes<In, C>() : 0;
     static int per_sm = -1;
     if (per_sm < 0) {
@@ -119,15 +114,11 @@ struct runner {
     constexpr bool can_prefetch = k::prefetch_units<In, C>() == 1;
     if constexpr (can_prefetch) {
       switch (v) {
-        case variant::raster: return measure ? launch<true, 1, true>(s, st) : launch<true, 1, false>(s, st);
-        case variant::raster_lb0: return measure ? launch<true, 0, true>(s, st) : launch<true, 0, false>(s, st);
-        case variant::raster_b8: return measure ? launch<true, 2, true>(s, st) : launch<true, 2, false>(s, st);
+        case variant::raster: return measure ? launch<true, true>(s, st) : launch<true, false>(s, st);
         default: break;
       }
     }
-    if (v == variant::tile_lb0) return measure ? launch<false, 0, true>(s, st) : launch<false, 0, false>(s, st);
-    if (v == variant::tile_b8) return measure ? launch<false, 2, true>(s, st) : launch<false, 2, false>(s, st);
-    return measure ? launch<false, 1, true>(s, st) : launch<false, 1, false>(s, st);
+    return measure ? launch<false, true>(s, st) : launch<false, false>(s, st);
   }
 };
 
@@ -268,7 +259,7 @@ void run_case(const char* cname, int w, int h, const std::vector<variant>& vars,
   std::vector<Table> got(n);
   for (variant v : vars) {
     // Prefetching variants need rows of whole 16-byte units (cudaMalloc'd images are aligned).
-    const bool prefetch = v == variant::raster || v == variant::raster_lb0 || v == variant::raster_b8;
+    const bool prefetch = v == variant::raster;
     if (prefetch && (std::size_t(w) * C * sizeof(In)) % 16 != 0) continue;
     runner<In, Table, C> r{w, h, d_img, d_tab, d_off};
     CK(cudaMemset(d_tab, 0, n * sizeof(Table)));
@@ -327,8 +318,8 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&p, 0));
   g_sms = p.multiProcessorCount;
   std::printf("canopy-sat-phases on %s (%d SMs)\n", p.name, g_sms);
-  const std::vector<variant> u8v = {variant::raster, variant::raster_lb0, variant::raster_b8};
-  const std::vector<variant> f32v = {variant::tile, variant::tile_lb0, variant::tile_b8};
+  const std::vector<variant> u8v = {variant::raster, variant::tile};
+  const std::vector<variant> f32v = {variant::tile};
   const std::pair<int, int> odd[] = {{1, 1}, {4, 1}, {33, 31}, {36, 31}, {132, 33}, {1028, 67}, {260, 9000}};
   for (auto [w, h] : odd) {
     run_case<std::uint8_t, std::uint32_t, 4>("rgba8->u32", w, h, u8v, false, false);

@@ -171,82 +171,6 @@ __device__ __forceinline__ void look_back(const unsigned* flags, int count, Tile
   }
 }
 
-//! Spins until the flags of predecessors base..base+31 (as far as `count`) show every one up to the
-//! nearest inclusive prefix published; returns that prefix's index in the window (32 if none) and
-//! leaves predecessor base + lane's flag in `f`. Ends with the reader-side fence.
-template <class TileOf>
-__device__ __forceinline__ int look_back_window(const unsigned* flags, int count, int base, TileOf tile_of,
-                                                unsigned& f) {
-  const int lane = int(threadIdx.x) & 31;
-  const int k = base + lane;
-  f = flag_inclusive;  // lanes past the first tile act as an inclusive prefix of nothing
-  int first_inclusive;
-  for (;;) {
-    if (k < count) f = *reinterpret_cast<const volatile unsigned*>(flags + tile_of(k));
-    const unsigned inclusive = __ballot_sync(0xffffffffu, f == flag_inclusive);
-    const unsigned empty = __ballot_sync(0xffffffffu, f == 0);
-    first_inclusive = inclusive ? __ffs(int(inclusive)) - 1 : 32;
-    const unsigned needed = first_inclusive >= 31 ? 0xffffffffu : ((2u << first_inclusive) - 1u);
-    if ((empty & needed) == 0) break;
-  }
-  __syncwarp();
-  gpu_fence();
-  return first_inclusive;
-}
-
-//! Look-back where every lane sums its own value (C of them) of each predecessor (rows, columns):
-//! the values of a window are loaded Batch predecessors at a time, all loads of a batch
-//! independent, and added in predecessor order (the same order, so the same float rounding, as
-//! look_back). src(k, flag) points at predecessor k's C values for this lane.
-template <int C, int Batch, class Table, class TileOf, class Src>
-__device__ __forceinline__ void look_back_sum(const unsigned* flags, int count, TileOf tile_of, Src src, bool active,
-                                              Table (&carry)[C]) {
-  for (int base = 0; base < count; base += 32) {
-    unsigned f;
-    const int first_inclusive = look_back_window(flags, count, base, tile_of, f);
-    const int last = min(first_inclusive, min(31, count - 1 - base));
-    for (int j0 = 0; j0 <= last; j0 += Batch) {
-      Table t[Batch][C];
-#pragma unroll
-      for (int u = 0; u < Batch; ++u) {
-        const int j = min(j0 + u, last);
-        const Table* p = src(base + j, __shfl_sync(0xffffffffu, f, j));
-#pragma unroll
-        for (int c = 0; c < C; ++c) t[u][c] = (active && j0 + u <= last) ? load_l2(p + c) : Table(0);
-      }
-#pragma unroll
-      for (int u = 0; u < Batch; ++u)
-#pragma unroll
-        for (int c = 0; c < C; ++c) carry[c] += t[u][c];
-    }
-    if (first_inclusive < 32) return;
-  }
-}
-
-//! Look-back where all lanes need the same C values (the corner): lane k loads predecessor k's
-//! values and a butterfly sums them over the warp, one load round trip per window.
-template <int C, class Table, class TileOf, class Src>
-__device__ __forceinline__ void look_back_reduce(const unsigned* flags, int count, TileOf tile_of, Src src,
-                                                 Table (&carry)[C]) {
-  const int lane = int(threadIdx.x) & 31;
-  for (int base = 0; base < count; base += 32) {
-    unsigned f;
-    const int first_inclusive = look_back_window(flags, count, base, tile_of, f);
-    const int last = min(first_inclusive, min(31, count - 1 - base));
-    const Table* p = src(base + min(lane, last), f);
-    Table t[C];
-#pragma unroll
-    for (int c = 0; c < C; ++c) t[c] = lane <= last ? load_l2(p + c) : Table(0);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-      for (int c = 0; c < C; ++c) t[c] += __shfl_xor_sync(0xffffffffu, t[c], o);
-#pragma unroll
-    for (int c = 0; c < C; ++c) carry[c] += t[c];
-    if (first_inclusive < 32) return;
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
 // [SECTION] Single-pass kernel
 //
@@ -395,10 +319,8 @@ __device__ __forceinline__ void prefetch_tile(const In* image, int width, int he
 //! blocks kept waiting by other work on the device start when that work ends.
 //! Otherwise: one block per tile, the tile taken in raster order from the counter, so every tile
 //! waited on has started: no deadlock at any occupancy; loads straight from global memory.
-//! LookBack: 1 (used) look_back_sum / look_back_reduce with merged fences, 0 the previous
-//! look-backs (kept for canopy-sat-phases' comparison), 2 as 1 with 8 loads in flight.
-//! Measure: write phase stamps to d.stamps (canopy-sat-phases only).
-template <class In, class Table, int C, bool Prefetch, int LookBack = 1, bool Measure = false>
+//! Measure: write phase stamps to d.stamps (canopy-sat-phases only; compiled out otherwise).
+template <class In, class Table, int C, bool Prefetch, bool Measure = false>
 __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     sat_single_pass_kernel(const In* __restrict__ image, Table* __restrict__ table, int width, int height,
                            Table* __restrict__ offset, int tiles_x, unsigned tiles, tile_descriptors<Table> d) {
@@ -550,147 +472,8 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     __syncthreads();
     if (tid == 0) stamp(stamp_barrier1);
 
-    if constexpr (LookBack == 0) {
-      if (warp == 0) {
-        // Row carries; lane = row of the tile (lanes past the tile's rows carry zeros).
-        const bool has_row = lane < TR;
-        const int row = has_row ? lane : 0;
-        const std::size_t row_base = std::size_t(tile) * TR * C + std::size_t(row) * C;
-        Table sum[C], carry[C];
-  #pragma unroll
-        for (int c = 0; c < C; ++c) {
-          sum[c] = has_row ? s_row_sum[row][c] : Table(0);
-          carry[c] = Table(0);
-        }
-        if (has_row)
-  #pragma unroll
-          for (int c = 0; c < C; ++c) (tj == 0 ? d.row_inclusive : d.row_aggregate)[row_base + c] = sum[c];
-        gpu_fence();
-        __syncwarp();
-        if (lane == 0) atomicExch(d.row_flag + tile, tj == 0 ? flag_inclusive : flag_aggregate);
-        if (tj > 0) {
-          const unsigned row_start = unsigned(ti * tiles_x);
-          look_back(
-              d.row_flag, tj, [&](int k) { return row_start + unsigned(tj - 1 - k); },
-              [&](int k, unsigned f) {
-                const Table* src = (f == flag_inclusive ? d.row_inclusive : d.row_aggregate) +
-                                   std::size_t(row_start + unsigned(tj - 1 - k)) * TR * C + std::size_t(row) * C;
-                if (has_row)
-  #pragma unroll
-                  for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
-              });
-          if (has_row)
-  #pragma unroll
-            for (int c = 0; c < C; ++c) d.row_inclusive[row_base + c] = carry[c] + sum[c];
-          gpu_fence();
-          __syncwarp();
-          if (lane == 0) atomicExch(d.row_flag + tile, flag_inclusive);
-        }
-  #pragma unroll
-        for (int dlt = 1; dlt < 32; dlt <<= 1) {
-  #pragma unroll
-          for (int c = 0; c < C; ++c) {
-            const Table t = __shfl_up_sync(0xffffffffu, carry[c], dlt);
-            if (lane >= dlt) carry[c] += t;
-          }
-        }
-        if (has_row)
-  #pragma unroll
-          for (int c = 0; c < C; ++c) s_carry_prefix[row][c] = carry[c];
-        // Corner aggregate for the tiles below: the total of this tile's row carries.
-        if (lane == TR - 1) {
-  #pragma unroll
-          for (int c = 0; c < C; ++c) {
-            s_carry_total[c] = carry[c];
-            (ti == 0 ? d.corner_inclusive : d.corner_aggregate)[std::size_t(tile) * C + c] = carry[c];
-          }
-          gpu_fence();
-          atomicExch(d.corner_flag + tile, ti == 0 ? flag_inclusive : flag_aggregate);
-        }
-        if (lane == 0) stamp(stamp_rows_done);
-      } else if (warp == 1) {
-        // Corner: the row-carry totals of the tiles above in this tile column (zero in tile column 0).
-        Table corner[C];
-  #pragma unroll
-        for (int c = 0; c < C; ++c) corner[c] = Table(0);
-        if (ti > 0 && tj > 0) {
-          look_back(
-              d.corner_flag, ti, [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj); },
-              [&](int k, unsigned f) {
-                const Table* src = (f == flag_inclusive ? d.corner_inclusive : d.corner_aggregate) +
-                                   std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * C;
-  #pragma unroll
-                for (int c = 0; c < C; ++c) corner[c] += load_l2(src + c);
-              });
-        }
-        if (lane == 0) {
-  #pragma unroll
-          for (int c = 0; c < C; ++c) s_corner[c] = corner[c];
-          stamp(stamp_corner_done);
-        }
-      } else if (warp >= block_threads / 32 - col_groups) {
-        // Column carries: warp g owns tile columns 32g..32g+31; lane = column within the group.
-        const int g = warp - (block_threads / 32 - col_groups);
-        const int x = g * 32 + lane;
-        const int xp = x & 3, xl = x >> 2;
-        const std::size_t col_base = std::size_t(tile) * tile_cols * C + std::size_t(x) * C;
-        Table col_sum[C], carry[C];
-  #pragma unroll
-        for (int c = 0; c < C; ++c) {
-          Table acc = Table(0);
-  #pragma unroll
-          for (int w = 0; w < block_threads / 32; ++w) {
-            const Table t = s_warp_col[w][xp * C + c][xl];
-            s_warp_col[w][xp * C + c][xl] = acc;
-            acc += t;
-          }
-          col_sum[c] = acc;
-          carry[c] = Table(0);
-          (ti == 0 ? d.col_inclusive : d.col_aggregate)[col_base + c] = acc;
-        }
-        gpu_fence();
-        __syncwarp();
-        const unsigned my_flag = tile * col_groups + unsigned(g);
-        if (lane == 0) atomicExch(d.col_flag + my_flag, ti == 0 ? flag_inclusive : flag_aggregate);
-        if (ti > 0) {
-          look_back(
-              d.col_flag, ti,
-              [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj) * col_groups + unsigned(g); },
-              [&](int k, unsigned f) {
-                const Table* src = (f == flag_inclusive ? d.col_inclusive : d.col_aggregate) +
-                                   std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * tile_cols * C +
-                                   std::size_t(x) * C;
-  #pragma unroll
-                for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
-              });
-  #pragma unroll
-          for (int c = 0; c < C; ++c) d.col_inclusive[col_base + c] = carry[c] + col_sum[c];
-          gpu_fence();
-          __syncwarp();
-          if (lane == 0) atomicExch(d.col_flag + my_flag, flag_inclusive);
-        }
-  #pragma unroll
-        for (int c = 0; c < C; ++c) s_col_carry[xp * C + c][xl] = carry[c];
-        if (g == 0 && lane == 0) stamp(stamp_cols_done);
-      }
-      __syncthreads();
-      if (tid == 0) stamp(stamp_barrier2);
-      if (warp == 1 && lane == 0 && ti > 0) {
-  #pragma unroll
-        for (int c = 0; c < C; ++c) d.corner_inclusive[std::size_t(tile) * C + c] = s_corner[c] + s_carry_total[c];
-        gpu_fence();
-        atomicExch(d.corner_flag + tile, flag_inclusive);
-      }
-    } else {
-    // Publishes and look-backs with fewer round trips on the path to the second barrier: value
-    // loads batched (rows, columns) or spread over the lanes (corner), one fence for the row
-    // inclusive prefixes and the corner aggregate, the column inclusive prefixes after the barrier
-    // (their readers are a tile row later).
-    // Value loads in flight per lane and look-back batch: 4 (8 spills at 128 registers; LookBack = 2,
-    // measuring only).
-    constexpr int batch = LookBack == 2 ? 8 : 4;
-    Table col_publish[C];
     if (warp == 0) {
+      // Row carries; lane = row of the tile (lanes past the tile's rows carry zeros).
       const bool has_row = lane < TR;
       const int row = has_row ? lane : 0;
       const std::size_t row_base = std::size_t(tile) * TR * C + std::size_t(row) * C;
@@ -708,17 +491,22 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
       if (lane == 0) atomicExch(d.row_flag + tile, tj == 0 ? flag_inclusive : flag_aggregate);
       if (tj > 0) {
         const unsigned row_start = unsigned(ti * tiles_x);
-        look_back_sum<C, batch>(
+        look_back(
             d.row_flag, tj, [&](int k) { return row_start + unsigned(tj - 1 - k); },
             [&](int k, unsigned f) {
-              return (f == flag_inclusive ? d.row_inclusive : d.row_aggregate) +
-                     std::size_t(row_start + unsigned(tj - 1 - k)) * TR * C + std::size_t(row) * C;
-            },
-            has_row, carry);
-      }
-      Table inclusive[C];
+              const Table* src = (f == flag_inclusive ? d.row_inclusive : d.row_aggregate) +
+                                 std::size_t(row_start + unsigned(tj - 1 - k)) * TR * C + std::size_t(row) * C;
+              if (has_row)
 #pragma unroll
-      for (int c = 0; c < C; ++c) inclusive[c] = carry[c] + sum[c];
+                for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
+            });
+        if (has_row)
+#pragma unroll
+          for (int c = 0; c < C; ++c) d.row_inclusive[row_base + c] = carry[c] + sum[c];
+        gpu_fence();
+        __syncwarp();
+        if (lane == 0) atomicExch(d.row_flag + tile, flag_inclusive);
+      }
 #pragma unroll
       for (int dlt = 1; dlt < 32; dlt <<= 1) {
 #pragma unroll
@@ -727,37 +515,34 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
           if (lane >= dlt) carry[c] += t;
         }
       }
-      if (has_row) {
+      if (has_row)
 #pragma unroll
-        for (int c = 0; c < C; ++c) {
-          s_carry_prefix[row][c] = carry[c];
-          if (tj > 0) d.row_inclusive[row_base + c] = inclusive[c];
-        }
-      }
+        for (int c = 0; c < C; ++c) s_carry_prefix[row][c] = carry[c];
       // Corner aggregate for the tiles below: the total of this tile's row carries.
-      if (lane == TR - 1)
+      if (lane == TR - 1) {
 #pragma unroll
         for (int c = 0; c < C; ++c) {
           s_carry_total[c] = carry[c];
           (ti == 0 ? d.corner_inclusive : d.corner_aggregate)[std::size_t(tile) * C + c] = carry[c];
         }
-      gpu_fence();
-      __syncwarp();
-      if (lane == 0 && tj > 0) atomicExch(d.row_flag + tile, flag_inclusive);
-      if (lane == TR - 1) atomicExch(d.corner_flag + tile, ti == 0 ? flag_inclusive : flag_aggregate);
+        gpu_fence();
+        atomicExch(d.corner_flag + tile, ti == 0 ? flag_inclusive : flag_aggregate);
+      }
       if (lane == 0) stamp(stamp_rows_done);
     } else if (warp == 1) {
+      // Corner: the row-carry totals of the tiles above in this tile column (zero in tile column 0).
       Table corner[C];
 #pragma unroll
       for (int c = 0; c < C; ++c) corner[c] = Table(0);
       if (ti > 0 && tj > 0) {
-        look_back_reduce<C>(
+        look_back(
             d.corner_flag, ti, [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj); },
             [&](int k, unsigned f) {
-              return (f == flag_inclusive ? d.corner_inclusive : d.corner_aggregate) +
-                     std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * C;
-            },
-            corner);
+              const Table* src = (f == flag_inclusive ? d.corner_inclusive : d.corner_aggregate) +
+                                 std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * C;
+#pragma unroll
+              for (int c = 0; c < C; ++c) corner[c] += load_l2(src + c);
+            });
       }
       if (lane == 0) {
 #pragma unroll
@@ -765,11 +550,12 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
         stamp(stamp_corner_done);
       }
     } else if (warp >= block_threads / 32 - col_groups) {
+      // Column carries: warp g owns tile columns 32g..32g+31; lane = column within the group.
       const int g = warp - (block_threads / 32 - col_groups);
       const int x = g * 32 + lane;
       const int xp = x & 3, xl = x >> 2;
       const std::size_t col_base = std::size_t(tile) * tile_cols * C + std::size_t(x) * C;
-      Table carry[C];
+      Table col_sum[C], carry[C];
 #pragma unroll
       for (int c = 0; c < C; ++c) {
         Table acc = Table(0);
@@ -779,27 +565,33 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
           s_warp_col[w][xp * C + c][xl] = acc;
           acc += t;
         }
-        col_publish[c] = acc;
+        col_sum[c] = acc;
         carry[c] = Table(0);
         (ti == 0 ? d.col_inclusive : d.col_aggregate)[col_base + c] = acc;
       }
       gpu_fence();
       __syncwarp();
-      if (lane == 0) atomicExch(d.col_flag + tile * col_groups + unsigned(g), ti == 0 ? flag_inclusive : flag_aggregate);
-      if (ti > 0)
-        look_back_sum<C, batch>(
+      const unsigned my_flag = tile * col_groups + unsigned(g);
+      if (lane == 0) atomicExch(d.col_flag + my_flag, ti == 0 ? flag_inclusive : flag_aggregate);
+      if (ti > 0) {
+        look_back(
             d.col_flag, ti,
             [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj) * col_groups + unsigned(g); },
             [&](int k, unsigned f) {
-              return (f == flag_inclusive ? d.col_inclusive : d.col_aggregate) +
-                     std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * tile_cols * C + std::size_t(x) * C;
-            },
-            true, carry);
+              const Table* src = (f == flag_inclusive ? d.col_inclusive : d.col_aggregate) +
+                                 std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * tile_cols * C +
+                                 std::size_t(x) * C;
 #pragma unroll
-      for (int c = 0; c < C; ++c) {
-        s_col_carry[xp * C + c][xl] = carry[c];
-        col_publish[c] += carry[c];
+              for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
+            });
+#pragma unroll
+        for (int c = 0; c < C; ++c) d.col_inclusive[col_base + c] = carry[c] + col_sum[c];
+        gpu_fence();
+        __syncwarp();
+        if (lane == 0) atomicExch(d.col_flag + my_flag, flag_inclusive);
       }
+#pragma unroll
+      for (int c = 0; c < C; ++c) s_col_carry[xp * C + c][xl] = carry[c];
       if (g == 0 && lane == 0) stamp(stamp_cols_done);
     }
     __syncthreads();
@@ -809,15 +601,6 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
       for (int c = 0; c < C; ++c) d.corner_inclusive[std::size_t(tile) * C + c] = s_corner[c] + s_carry_total[c];
       gpu_fence();
       atomicExch(d.corner_flag + tile, flag_inclusive);
-    } else if (warp >= block_threads / 32 - col_groups && ti > 0) {
-      const int g = warp - (block_threads / 32 - col_groups);
-      const std::size_t col_base = std::size_t(tile) * tile_cols * C + std::size_t(g * 32 + lane) * C;
-#pragma unroll
-      for (int c = 0; c < C; ++c) d.col_inclusive[col_base + c] = col_publish[c];
-      gpu_fence();
-      __syncwarp();
-      if (lane == 0) atomicExch(d.col_flag + tile * col_groups + unsigned(g), flag_inclusive);
-    }
     }
 
     Table column_base[segment];
