@@ -205,7 +205,34 @@ struct tile_descriptors {
   Table* col_inclusive;       // [tiles][128][channels]
   Table* corner_aggregate;    // [tiles][channels]
   Table* corner_inclusive;    // [tiles][channels]
+  // Measuring builds only (the Measure template flag; null otherwise): per tile, phase_stamps
+  // values, see stamp_* below.
+  unsigned long long* stamps = nullptr;
 };
+
+//! Phase stamps of a measuring build, per tile: globaltimer (ns) at the tile's start and end, and
+//! clock64 at: start, image in registers (after the prefetch wait or the loads), first barrier,
+//! row look-back done (warp 0), corner look-back done (warp 1), column look-back done (warp 4),
+//! second barrier, stores issued.
+enum phase_stamp : int {
+  stamp_global_start = 0,
+  stamp_start,
+  stamp_loaded,
+  stamp_barrier1,
+  stamp_rows_done,
+  stamp_corner_done,
+  stamp_cols_done,
+  stamp_barrier2,
+  stamp_stored,
+  stamp_global_end,
+  phase_stamps
+};
+
+__device__ __forceinline__ unsigned long long global_timer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 //! Shared memory of the single-pass kernel besides the prefetched image tile (dynamic).
 template <class Table, int C>
@@ -292,7 +319,8 @@ __device__ __forceinline__ void prefetch_tile(const In* image, int width, int he
 //! blocks kept waiting by other work on the device start when that work ends.
 //! Otherwise: one block per tile, the tile taken in raster order from the counter, so every tile
 //! waited on has started: no deadlock at any occupancy; loads straight from global memory.
-template <class In, class Table, int C, bool Prefetch>
+//! Measure: write phase stamps to d.stamps (canopy-sat-phases only; compiled out otherwise).
+template <class In, class Table, int C, bool Prefetch, bool Measure = false>
 __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     sat_single_pass_kernel(const In* __restrict__ image, Table* __restrict__ table, int width, int height,
                            Table* __restrict__ offset, int tiles_x, unsigned tiles, tile_descriptors<Table> d) {
@@ -333,7 +361,6 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
   }
   __syncthreads();
   // Persistent: block b of G takes tiles b, b + G, ...; otherwise the one tile it claimed.
-  const unsigned stride = Prefetch ? gridDim.x : tiles;
   unsigned tile = Prefetch ? blockIdx.x : sh.tile;
   if constexpr (Prefetch)
     if (tile < tiles) prefetch_tile<In, C>(image, width, height, tiles_x, tile, s_prefetch, tid);
@@ -352,10 +379,18 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     }
   }
 
-  for (; tile < tiles; tile += stride) {
-    const unsigned next = tile + stride;
+  while (tile < tiles) {
     const int ti = int(tile / unsigned(tiles_x));
     const int tj = int(tile % unsigned(tiles_x));
+    const unsigned next = Prefetch ? tile + gridDim.x : tiles;
+    if constexpr (Measure)
+      if (tid == 0) {
+        d.stamps[std::size_t(tile) * phase_stamps + stamp_global_start] = global_timer_ns();
+        d.stamps[std::size_t(tile) * phase_stamps + stamp_start] = clock64();
+      }
+    auto stamp = [&](int k) {
+      if constexpr (Measure) d.stamps[std::size_t(tile) * phase_stamps + k] = clock64();
+    };
     const int x0 = tj * tile_cols + lane * pixels_per_thread;
     const int count = width - x0 >= pixels_per_thread ? pixels_per_thread : (width - x0 > 0 ? width - x0 : 0);
     Table v[Rows][pixels_per_thread][C];
@@ -397,6 +432,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
           }
       }
     }
+    if (tid == 0) stamp(stamp_loaded);
     // The thread's units have been read (v depends on them): refill them with the next tile.
     if constexpr (Prefetch)
       if (next < tiles) prefetch_tile<In, C>(image, width, height, tiles_x, next, s_prefetch, tid);
@@ -434,6 +470,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
 #pragma unroll
       for (int c = 0; c < C; ++c) s_warp_col[warp][p * C + c][lane] = v[Rows - 1][p][c];
     __syncthreads();
+    if (tid == 0) stamp(stamp_barrier1);
 
     if (warp == 0) {
       // Row carries; lane = row of the tile (lanes past the tile's rows carry zeros).
@@ -491,6 +528,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
         gpu_fence();
         atomicExch(d.corner_flag + tile, ti == 0 ? flag_inclusive : flag_aggregate);
       }
+      if (lane == 0) stamp(stamp_rows_done);
     } else if (warp == 1) {
       // Corner: the row-carry totals of the tiles above in this tile column (zero in tile column 0).
       Table corner[C];
@@ -506,9 +544,11 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
               for (int c = 0; c < C; ++c) corner[c] += load_l2(src + c);
             });
       }
-      if (lane == 0)
+      if (lane == 0) {
 #pragma unroll
         for (int c = 0; c < C; ++c) s_corner[c] = corner[c];
+        stamp(stamp_corner_done);
+      }
     } else if (warp >= block_threads / 32 - col_groups) {
       // Column carries: warp g owns tile columns 32g..32g+31; lane = column within the group.
       const int g = warp - (block_threads / 32 - col_groups);
@@ -552,8 +592,10 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
       }
 #pragma unroll
       for (int c = 0; c < C; ++c) s_col_carry[xp * C + c][xl] = carry[c];
+      if (g == 0 && lane == 0) stamp(stamp_cols_done);
     }
     __syncthreads();
+    if (tid == 0) stamp(stamp_barrier2);
     if (warp == 1 && lane == 0 && ti > 0) {
 #pragma unroll
       for (int c = 0; c < C; ++c) d.corner_inclusive[std::size_t(tile) * C + c] = s_corner[c] + s_carry_total[c];
@@ -588,8 +630,14 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
         store_segment<Table, segment>(table + (std::size_t(y) * std::size_t(width) + std::size_t(x0)) * C,
                                       count * C, out);
     }
+    if constexpr (Measure)
+      if (tid == 0) {
+        d.stamps[std::size_t(tile) * phase_stamps + stamp_stored] = clock64();
+        d.stamps[std::size_t(tile) * phase_stamps + stamp_global_end] = global_timer_ns();
+      }
     // Every shared array written in the next iteration before its first barrier is either this
     // warp's own (stage, column sums) or read by the others only between the two barriers.
+    tile = next;
   }
 }
 

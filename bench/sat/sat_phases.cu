@@ -1,0 +1,337 @@
+// canopy-sat-phases: a measuring harness for the single-pass SAT kernel (not a benchmark of the
+// public API; canopy-sat-bench is that). It launches template variants of
+// detail::sat::sat_single_pass_kernel directly:
+//   raster - the persistent prefetching kernel, tiles in raster order (RGBA8's path)
+//   tile   - one tile per block from the counter (RGBA32F's path; also timed for RGBA8)
+// (Variants measured with this harness and dropped, docs/sat.md: a band-walking mode at 295b3dd,
+// batched / lane-parallel look-backs at 82c9229. Add a template variant to the kernel and a case
+// here to measure the next idea the same way.)
+// Each variant is checked exactly (u32) or within the float bound (f32) against a CPU reference at
+// odd and large sizes, timed (median of 25 CUDA-event runs after 3 warm-ups, flag memset included)
+// against a device-to-device copy of a table-sized buffer, and, in a Measure build of the same
+// variant, its per-tile phase stamps (clock64 / globaltimer, see detail::sat::phase_stamp) are
+// summarised: where a tile's time goes.
+#include <canopy/core/config.hpp>
+#include <canopy/structures/detail/sat_kernels.cuh>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace k = canopy::detail::sat;
+
+#define CK(x)                                                                                  \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+namespace {
+
+int g_sms = 0;
+bool g_ok = true;
+
+enum class variant { raster, tile };
+const char* name_of(variant v) {
+  switch (v) {
+    case variant::raster: return "raster";
+    case variant::tile: return "tile";
+  }
+  return "?";
+}
+
+template <class In, class Table, int C>
+struct runner {
+  int w, h;
+  const In* image;
+  Table* table;
+  Table* offset;
+  unsigned char* scratch = nullptr;
+  std::size_t scratch_bytes = 0;
+  unsigned long long* stamps = nullptr;
+  std::size_t stamp_tiles = 0;
+
+  template <bool Prefetch, bool Measure>
+  unsigned launch(cudaStream_t s, unsigned long long* st) {
+    constexpr int TR = k::tile_rows;
+    const int tiles_x = (w + k::tile_cols - 1) / k::tile_cols;
+    const int tiles_y = (h + TR - 1) / TR;
+    const std::size_t tiles = std::size_t(tiles_x) * tiles_y;
+    const std::size_t flag_words = 1 + tiles * (2 + k::col_groups);
+    const std::size_t value_bytes = tiles * 2 * std::size_t(TR + k::tile_cols + 1) * C * sizeof(Table);
+    const std::size_t flag_bytes = ((flag_words * sizeof(unsigned) + 255) / 256) * 256;
+    if (flag_bytes + value_bytes > scratch_bytes) {
+      if (scratch) CK(cudaFree(scratch));
+      scratch_bytes = flag_bytes + value_bytes;
+      CK(cudaMalloc(&scratch, scratch_bytes));
+    }
+    CK(cudaMemsetAsync(scratch, 0, flag_words * sizeof(unsigned), s));
+    k::tile_descriptors<Table> d;
+    unsigned* flags = reinterpret_cast<unsigned*>(scratch);
+    d.counter = flags;
+    d.row_flag = flags + 1;
+    d.corner_flag = d.row_flag + tiles;
+    d.col_flag = d.corner_flag + tiles;
+    Table* values = reinterpret_cast<Table*>(scratch + flag_bytes);
+    d.row_aggregate = values;
+    d.row_inclusive = d.row_aggregate + tiles * TR * C;
+    d.col_aggregate = d.row_inclusive + tiles * TR * C;
+    d.col_inclusive = d.col_aggregate + tiles * k::tile_cols * C;
+    d.corner_aggregate = d.col_inclusive + tiles * k::tile_cols * C;
+    d.corner_inclusive = d.corner_aggregate + tiles * C;
+    d.stamps = st;
+    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure>;
+    const int dyn = Prefetch ? k::prefetch_bytes<In, C>() : 0;
+    static int per_sm = -1;
+    if (per_sm < 0) {
+      CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, std::max(dyn, 1)));
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::block_threads, dyn));
+    }
+    std::size_t blocks = tiles;
+    if (Prefetch) blocks = std::min<std::size_t>(tiles, std::size_t(per_sm) * g_sms);
+    if (!Prefetch && canopy::sat_has_offset_v<Table>)
+      k::sat_offset_kernel<In, Table><<<1, 256, 0, s>>>(image, offset, w, h, C);
+    kernel<<<unsigned(blocks), k::block_threads, dyn, s>>>(image, table, w, h, offset, tiles_x, unsigned(tiles), d);
+    CK(cudaGetLastError());
+    stamp_tiles = tiles;
+    return unsigned(per_sm);
+  }
+
+  unsigned run(variant v, cudaStream_t s, bool measure) {
+    unsigned long long* st = measure ? stamps : nullptr;
+    constexpr bool can_prefetch = k::prefetch_units<In, C>() == 1;
+    if constexpr (can_prefetch) {
+      switch (v) {
+        case variant::raster: return measure ? launch<true, true>(s, st) : launch<true, false>(s, st);
+        default: break;
+      }
+    }
+    return measure ? launch<false, true>(s, st) : launch<false, false>(s, st);
+  }
+};
+
+template <class T>
+void fill_image(std::vector<T>& img, unsigned seed) {
+  std::mt19937 rng(seed);
+  for (auto& v : img) {
+    if constexpr (std::is_floating_point_v<T>) v = 0.05f + float(rng() % 1000) / 1000.0f;
+    else v = T(1 + rng() % 255);
+  }
+}
+
+// Exact (u32, wrap-around) or double reference; returns the number of bad entries.
+template <class In, class Table, int C>
+std::size_t check(const std::vector<In>& img, const std::vector<Table>& got, Table off_dev[C], int w, int h) {
+  const std::size_t row = std::size_t(w) * C;
+  std::size_t bad = 0;
+  if constexpr (std::is_integral_v<Table>) {
+    std::vector<Table> above(row, 0);
+    for (int y = 0; y < h; ++y) {
+      Table acc[C] = {};
+      for (int x = 0; x < w; ++x)
+        for (int c = 0; c < C; ++c) {
+          const std::size_t i = std::size_t(x) * C + c;
+          acc[c] += Table(img[std::size_t(y) * row + i]);
+          above[i] += acc[c];
+          if (got[std::size_t(y) * row + i] != above[i]) ++bad;
+        }
+    }
+  } else {
+    std::vector<double> above(row, 0), ref(std::size_t(w) * h * C);
+    double max_abs = 1;
+    for (int y = 0; y < h; ++y) {
+      double acc[C] = {};
+      for (int x = 0; x < w; ++x)
+        for (int c = 0; c < C; ++c) {
+          const std::size_t i = std::size_t(x) * C + c;
+          acc[c] += double(img[std::size_t(y) * row + i]) - double(off_dev[c]);
+          above[i] += acc[c];
+          ref[std::size_t(y) * row + i] = above[i];
+          max_abs = std::max(max_abs, std::fabs(above[i]));
+        }
+    }
+    const double tol = double(std::numeric_limits<float>::epsilon()) * (w + h + 64) * 4 * max_abs;
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      if (!(std::fabs(double(got[i]) - ref[i]) <= tol)) ++bad;
+  }
+  return bad;
+}
+
+double median_ms(cudaStream_t s, int reps, const std::function<void()>& f) {
+  for (int i = 0; i < 3; ++i) f();
+  CK(cudaStreamSynchronize(s));
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<float> ms;
+  for (int i = 0; i < reps; ++i) {
+    CK(cudaEventRecord(a, s));
+    f();
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float t;
+    CK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+double pct(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, std::size_t(q * double(v.size())))];
+}
+
+void summarise(const char* label, const std::vector<unsigned long long>& st, std::size_t tiles) {
+  using namespace k;
+  auto at = [&](std::size_t t, int i) { return double(st[t * phase_stamps + i]); };
+  double cyc = 0, ns = 0, g0 = 1e300, g1 = 0;
+  for (std::size_t t = 0; t < tiles; ++t) {
+    cyc += at(t, stamp_stored) - at(t, stamp_start);
+    ns += at(t, stamp_global_end) - at(t, stamp_global_start);
+    g0 = std::min(g0, at(t, stamp_global_start));
+    g1 = std::max(g1, at(t, stamp_global_end));
+  }
+  const double cpns = ns > 0 ? cyc / ns : 1.98;  // SM cycles per ns (from the stamps themselves)
+  struct ph { const char* name; int a, b; };
+  const ph phases[] = {{"load wait (start->image in regs)", stamp_start, stamp_loaded},
+                       {"scan (->barrier 1 passed)", stamp_loaded, stamp_barrier1},
+                       {"row look-back (warp 0)", stamp_barrier1, stamp_rows_done},
+                       {"corner look-back (warp 1)", stamp_barrier1, stamp_corner_done},
+                       {"column look-back (warp 4)", stamp_barrier1, stamp_cols_done},
+                       {"barrier1 -> barrier 2 passed", stamp_barrier1, stamp_barrier2},
+                       {"stores (barrier 2 -> issued)", stamp_barrier2, stamp_stored},
+                       {"tile total", stamp_start, stamp_stored}};
+  std::printf("  phases %s: %zu tiles, kernel span %.1f us (first tile start to last tile end), %.3f cycles/ns\n", label,
+              tiles, (g1 - g0) * 1e-3, cpns);
+  for (const ph& p : phases) {
+    std::vector<double> v;
+    for (std::size_t t = 0; t < tiles; ++t)
+      if (st[t * phase_stamps + p.b] != 0) v.push_back((at(t, p.b) - at(t, p.a)) / cpns * 1e-3);
+    if (v.empty()) continue;
+    double mean = 0;
+    for (double x : v) mean += x;
+    mean /= double(v.size());
+    std::printf("    %-34s mean %7.2f us  p10 %7.2f  p50 %7.2f  p90 %7.2f  max %8.2f\n", p.name, mean, pct(v, 0.1),
+                pct(v, 0.5), pct(v, 0.9), pct(v, 1.0) - 0 * 0);
+  }
+  // Start skew: when tiles start relative to the kernel's first tile (globaltimer).
+  std::vector<double> starts;
+  for (std::size_t t = 0; t < tiles; ++t) starts.push_back((at(t, stamp_global_start) - g0) * 1e-3);
+  std::printf("    tile start times (us after first): p10 %.1f p50 %.1f p90 %.1f max %.1f\n", pct(starts, 0.1),
+              pct(starts, 0.5), pct(starts, 0.9), pct(starts, 1.0));
+}
+
+template <class In, class Table, int C>
+void run_case(const char* cname, int w, int h, const std::vector<variant>& vars, bool timing, bool measure) {
+  const std::size_t n = std::size_t(w) * h * C;
+  std::vector<In> img(n);
+  fill_image(img, unsigned(w * 31 + h));
+  In* d_img;
+  Table *d_tab, *d_off, *d_copy;
+  CK(cudaMalloc(&d_img, n * sizeof(In)));
+  CK(cudaMalloc(&d_tab, n * sizeof(Table)));
+  CK(cudaMalloc(&d_copy, n * sizeof(Table)));
+  CK(cudaMalloc(&d_off, 4 * sizeof(Table)));
+  CK(cudaMemcpy(d_img, img.data(), n * sizeof(In), cudaMemcpyHostToDevice));
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  double copy_gbps = 0;
+  if (timing) {
+    const double copy_ms = median_ms(s, 25, [&] { CK(cudaMemcpyAsync(d_copy, d_tab, n * sizeof(Table), cudaMemcpyDeviceToDevice, s)); });
+    copy_gbps = 2.0 * double(n * sizeof(Table)) / copy_ms * 1e-6;
+  }
+  std::vector<Table> got(n);
+  for (variant v : vars) {
+    // Prefetching variants need rows of whole 16-byte units (cudaMalloc'd images are aligned).
+    const bool prefetch = v == variant::raster;
+    if (prefetch && (std::size_t(w) * C * sizeof(In)) % 16 != 0) continue;
+    runner<In, Table, C> r{w, h, d_img, d_tab, d_off};
+    CK(cudaMemset(d_tab, 0, n * sizeof(Table)));
+    const unsigned per_sm = r.run(v, s, false);
+    CK(cudaStreamSynchronize(s));
+    CK(cudaMemcpy(got.data(), d_tab, n * sizeof(Table), cudaMemcpyDeviceToHost));
+    Table off[4] = {};
+    CK(cudaMemcpy(off, d_off, 4 * sizeof(Table), cudaMemcpyDeviceToHost));
+    const std::size_t bad = check<In, Table, C>(img, got, off, w, h);
+    if (bad) g_ok = false;
+    std::printf("%-13s %5dx%-5d %-8s %s", cname, w, h, name_of(v), bad ? "WRONG" : "exact/ok");
+    if (bad) std::printf(" (%zu bad entries)", bad);
+    if (timing) {
+      const double ms = median_ms(s, 25, [&] { r.run(v, s, false); });
+      const double gbps = double(n) * (sizeof(In) + sizeof(Table)) / ms * 1e-6;
+      std::printf("  %.4f ms  %7.1f GB/s  %5.1f%% of copy (%.1f GB/s)  blocks/SM %u", ms, gbps, 100 * gbps / copy_gbps,
+                  copy_gbps, per_sm);
+    }
+    std::printf("\n");
+    if (measure) {
+      const std::size_t tiles_max = (std::size_t(w + 127) / 128) * std::size_t(h + 15) / 16 + 1;
+      CK(cudaMalloc(&r.stamps, tiles_max * k::phase_stamps * sizeof(unsigned long long)));
+      for (int rep = 0; rep < 3; ++rep) {  // warm, then keep the last run's stamps
+        CK(cudaMemsetAsync(r.stamps, 0, tiles_max * k::phase_stamps * sizeof(unsigned long long), s));
+        r.run(v, s, true);
+      }
+      const double mms = median_ms(s, 9, [&] { r.run(v, s, true); });
+      CK(cudaMemsetAsync(r.stamps, 0, tiles_max * k::phase_stamps * sizeof(unsigned long long), s));
+      r.run(v, s, true);
+      CK(cudaStreamSynchronize(s));
+      std::vector<unsigned long long> st(r.stamp_tiles * k::phase_stamps);
+      CK(cudaMemcpy(st.data(), r.stamps, st.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(got.data(), d_tab, n * sizeof(Table), cudaMemcpyDeviceToHost));
+      if (check<In, Table, C>(img, got, off, w, h)) {
+        g_ok = false;
+        std::printf("  measuring build WRONG\n");
+      }
+      const std::string label = std::string(cname) + " " + name_of(v) + " (measuring build " + std::to_string(mms) + " ms)";
+      summarise(label.c_str(), st, r.stamp_tiles);
+      CK(cudaFree(r.stamps));
+    }
+    if (r.scratch) CK(cudaFree(r.scratch));
+  }
+  CK(cudaStreamDestroy(s));
+  CK(cudaFree(d_img));
+  CK(cudaFree(d_tab));
+  CK(cudaFree(d_copy));
+  CK(cudaFree(d_off));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool small_only = argc > 1 && std::string(argv[1]) == "--small";
+  cudaDeviceProp p;
+  CK(cudaGetDeviceProperties(&p, 0));
+  g_sms = p.multiProcessorCount;
+  std::printf("canopy-sat-phases on %s (%d SMs)\n", p.name, g_sms);
+  const std::vector<variant> u8v = {variant::raster, variant::tile};
+  const std::vector<variant> f32v = {variant::tile};
+  const std::pair<int, int> odd[] = {{1, 1}, {4, 1}, {33, 31}, {36, 31}, {132, 33}, {1028, 67}, {260, 9000}};
+  for (auto [w, h] : odd) {
+    run_case<std::uint8_t, std::uint32_t, 4>("rgba8->u32", w, h, u8v, false, false);
+    run_case<float, float, 4>("rgba32f->f32", w, h, f32v, false, false);
+  }
+  if (small_only) return g_ok ? 0 : 1;
+  run_case<std::uint8_t, std::uint32_t, 4>("rgba8->u32", 4096, 1023, u8v, false, false);
+  for (auto [w, h] : {std::pair{1920, 1080}, std::pair{3840, 2160}, std::pair{7680, 4320}}) {
+    const bool big = w >= 3840;
+    run_case<std::uint8_t, std::uint32_t, 4>("rgba8->u32", w, h, u8v, true, big);
+    run_case<float, float, 4>("rgba32f->f32", w, h, f32v, true, big);
+  }
+  std::printf(g_ok ? "canopy-sat-phases: ok\n" : "canopy-sat-phases: CHECK FAILED\n");
+  return g_ok ? 0 : 1;
+}
