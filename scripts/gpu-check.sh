@@ -38,7 +38,9 @@ sanitize_one() {
   printf 'sanitize %-22s %-9s rc=%-3s tests=%-3s %s\n' "$name" "$tool" "$rc" "$ran" "$summary"
 }
 export -f sanitize_one
+# Suites with no Cuda* test (host-only ones) make no CUDA call for the sanitizer to watch: skipped.
 ls build-gpu/tests/test_* | grep -v test_runtime | while read -r exe; do
+  "$exe" --gtest_list_tests 2>/dev/null | grep -q Cuda || continue
   echo "$exe memcheck"; echo "$exe racecheck"
 done | xargs -P 12 -L 1 bash -c 'sanitize_one "$0" "$1"' | sort | tee "$out/sanitize-summary.txt"
 sanitizer_rc=0
