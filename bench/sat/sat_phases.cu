@@ -1,8 +1,11 @@
 // canopy-sat-phases: a measuring harness for the single-pass SAT kernel (not a benchmark of the
 // public API; canopy-sat-bench is that). It launches template variants of
 // detail::sat::sat_single_pass_kernel directly:
-//   raster - the persistent prefetching kernel, tiles in raster order (RGBA8's path)
-//   tile   - one tile per block from the counter (RGBA32F's path; also timed for RGBA8)
+//   prefetch-diag   - the persistent prefetching kernel, tiles in anti-diagonal order (RGBA8's path)
+//   prefetch-raster - the same with tiles in raster order (the library's order before 2026-11-22)
+//   tile-diag       - one tile per block from the counter, anti-diagonal order (RGBA32F's path;
+//                     also timed for RGBA8)
+//   tile-raster     - the same in raster order
 // (Variants measured with this harness and dropped, docs/sat.md: a band-walking mode at 295b3dd,
 // batched / lane-parallel look-backs at 82c9229. Add a template variant to the kernel and a case
 // here to measure the next idea the same way.)
@@ -43,14 +46,17 @@ namespace {
 int g_sms = 0;
 bool g_ok = true;
 
-enum class variant { raster, tile };
+enum class variant { prefetch_diagonal, prefetch_raster, tile_diagonal, tile_raster };
 const char* name_of(variant v) {
   switch (v) {
-    case variant::raster: return "raster";
-    case variant::tile: return "tile";
+    case variant::prefetch_diagonal: return "prefetch-diag";
+    case variant::prefetch_raster: return "prefetch-raster";
+    case variant::tile_diagonal: return "tile-diag";
+    case variant::tile_raster: return "tile-raster";
   }
   return "?";
 }
+bool prefetches(variant v) { return v == variant::prefetch_diagonal || v == variant::prefetch_raster; }
 
 template <class In, class Table, int C>
 struct runner {
@@ -63,7 +69,7 @@ struct runner {
   unsigned long long* stamps = nullptr;
   std::size_t stamp_tiles = 0;
 
-  template <bool Prefetch, bool Measure>
+  template <bool Prefetch, bool Measure, k::tile_order Order>
   unsigned launch(cudaStream_t s, unsigned long long* st) {
     constexpr int TR = k::tile_rows;
     const int tiles_x = (w + k::tile_cols - 1) / k::tile_cols;
@@ -92,7 +98,7 @@ struct runner {
     d.corner_aggregate = d.col_inclusive + tiles * k::tile_cols * C;
     d.corner_inclusive = d.corner_aggregate + tiles * C;
     d.stamps = st;
-    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure>;
+    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure, Order>;
     const int dyn = Prefetch ? k::prefetch_bytes<In, C>() : 0;
     static int per_sm = -1;
     if (per_sm < 0) {
@@ -109,16 +115,23 @@ struct runner {
     return unsigned(per_sm);
   }
 
+  template <bool Prefetch, k::tile_order Order>
+  unsigned launch_measured(cudaStream_t s, bool measure) {
+    return measure ? launch<Prefetch, true, Order>(s, stamps) : launch<Prefetch, false, Order>(s, nullptr);
+  }
+
   unsigned run(variant v, cudaStream_t s, bool measure) {
-    unsigned long long* st = measure ? stamps : nullptr;
+    using o = k::tile_order;
     constexpr bool can_prefetch = k::prefetch_units<In, C>() == 1;
     if constexpr (can_prefetch) {
       switch (v) {
-        case variant::raster: return measure ? launch<true, true>(s, st) : launch<true, false>(s, st);
+        case variant::prefetch_diagonal: return launch_measured<true, o::diagonal>(s, measure);
+        case variant::prefetch_raster: return launch_measured<true, o::raster>(s, measure);
         default: break;
       }
     }
-    return measure ? launch<false, true>(s, st) : launch<false, false>(s, st);
+    return v == variant::tile_raster ? launch_measured<false, o::raster>(s, measure)
+                                     : launch_measured<false, o::diagonal>(s, measure);
   }
 };
 
@@ -259,7 +272,7 @@ void run_case(const char* cname, int w, int h, const std::vector<variant>& vars,
   std::vector<Table> got(n);
   for (variant v : vars) {
     // Prefetching variants need rows of whole 16-byte units (cudaMalloc'd images are aligned).
-    const bool prefetch = v == variant::raster;
+    const bool prefetch = prefetches(v);
     if (prefetch && (std::size_t(w) * C * sizeof(In)) % 16 != 0) continue;
     runner<In, Table, C> r{w, h, d_img, d_tab, d_off};
     CK(cudaMemset(d_tab, 0, n * sizeof(Table)));
@@ -313,22 +326,26 @@ void run_case(const char* cname, int w, int h, const std::vector<variant>& vars,
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --small: the odd sizes only; --big: the odd sizes, then 4K and 8K (timed, with phase stamps).
   const bool small_only = argc > 1 && std::string(argv[1]) == "--small";
+  const bool big_only = argc > 1 && std::string(argv[1]) == "--big";
   cudaDeviceProp p;
   CK(cudaGetDeviceProperties(&p, 0));
   g_sms = p.multiProcessorCount;
   std::printf("canopy-sat-phases on %s (%d SMs)\n", p.name, g_sms);
-  const std::vector<variant> u8v = {variant::raster, variant::tile};
-  const std::vector<variant> f32v = {variant::tile};
+  const std::vector<variant> u8v = {variant::prefetch_diagonal, variant::prefetch_raster, variant::tile_diagonal,
+                                    variant::tile_raster};
+  const std::vector<variant> f32v = {variant::tile_diagonal, variant::tile_raster};
   const std::pair<int, int> odd[] = {{1, 1}, {4, 1}, {33, 31}, {36, 31}, {132, 33}, {1028, 67}, {260, 9000}};
   for (auto [w, h] : odd) {
     run_case<std::uint8_t, std::uint32_t, 4>("rgba8->u32", w, h, u8v, false, false);
     run_case<float, float, 4>("rgba32f->f32", w, h, f32v, false, false);
   }
   if (small_only) return g_ok ? 0 : 1;
-  run_case<std::uint8_t, std::uint32_t, 4>("rgba8->u32", 4096, 1023, u8v, false, false);
+  if (!big_only) run_case<std::uint8_t, std::uint32_t, 4>("rgba8->u32", 4096, 1023, u8v, false, false);
   for (auto [w, h] : {std::pair{1920, 1080}, std::pair{3840, 2160}, std::pair{7680, 4320}}) {
     const bool big = w >= 3840;
+    if (big_only && !big) continue;
     run_case<std::uint8_t, std::uint32_t, 4>("rgba8->u32", w, h, u8v, true, big);
     run_case<float, float, 4>("rgba32f->f32", w, h, f32v, true, big);
   }

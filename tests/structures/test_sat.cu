@@ -3,6 +3,7 @@
 // error bound, both CUDA algorithms against the host backend, and argument errors.
 #include "common/backends.hpp"
 
+#include <canopy/structures/detail/sat_functors.cuh>
 #include <canopy/structures/sat.hpp>
 
 #include <algorithm>
@@ -398,6 +399,41 @@ TEST_P(SatTest, BadArgumentsAreNamed) {
 }
 
 CANOPY_INSTANTIATE_BACKENDS(SatTest);
+
+// The single-pass kernel's tile order (host-side check of the mapping both CUDA modes use): every
+// tile appears exactly once, diagonals in order, and everything a tile's look-backs read (the tiles
+// to its left and above) comes earlier, for square, wide, tall and single-row/column grids. The
+// kernel's progress (no deadlock) rests on that last property.
+TEST(SatTileOrder, DiagonalOrderIsAPermutationAndLooksBackOnlyToEarlierTiles) {
+  std::vector<std::pair<int, int>> grids;
+  for (int x = 1; x <= 24; ++x)
+    for (int y = 1; y <= 24; ++y) grids.push_back({x, y});
+  for (auto g : {std::pair{30, 68}, std::pair{60, 135}, std::pair{135, 60}, std::pair{1, 4096}, std::pair{4096, 1},
+                 std::pair{64, 256}, std::pair{257, 3}})
+    grids.push_back(g);
+  for (auto [tx, ty] : grids) {
+    SCOPED_TRACE(std::to_string(tx) + " x " + std::to_string(ty) + " tiles");
+    std::vector<long long> order(std::size_t(tx) * std::size_t(ty), -1);
+    int prev_d = 0, prev_ti = -1;
+    for (unsigned n = 0; n < unsigned(tx * ty); ++n) {
+      const auto p = canopy::detail::sat::diagonal_tile(n, tx, ty);
+      ASSERT_TRUE(p.ti >= 0 && p.ti < ty && p.tj >= 0 && p.tj < tx) << n;
+      const int d = p.ti + p.tj;
+      ASSERT_TRUE(d > prev_d || (d == prev_d && p.ti > prev_ti)) << n;
+      prev_d = d;
+      prev_ti = p.ti;
+      long long& slot = order[std::size_t(p.ti) * tx + p.tj];
+      ASSERT_EQ(slot, -1) << "tile visited twice at " << n;
+      slot = n;
+    }
+    for (int ti = 0; ti < ty; ++ti)
+      for (int tj = 0; tj < tx; ++tj) {
+        const long long o = order[std::size_t(ti) * tx + tj];
+        if (tj > 0) ASSERT_LT(order[std::size_t(ti) * tx + tj - 1], o);
+        if (ti > 0) ASSERT_LT(order[std::size_t(ti - 1) * tx + tj], o);
+      }
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // GPU-only: large images, and the CUDA algorithms against the host backend.

@@ -5,6 +5,7 @@
 #include <canopy/core/config.hpp>
 #include <canopy/structures/sat.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -13,6 +14,49 @@ namespace canopy::detail::sat {
 //! Index of (x, y, c) in a tightly packed interleaved image.
 CANOPY_HD inline std::size_t element(int x, int y, int c, int width, int channels) {
   return (std::size_t(y) * std::size_t(width) + std::size_t(x)) * std::size_t(channels) + std::size_t(c);
+}
+
+//! Position of a tile of the single-pass kernel: tile row ti, tile column tj.
+struct tile_position {
+  int ti, tj;
+};
+
+//! Largest e with e (e + 1) / 2 <= m (m < 2^24: the float root is then off by at most one).
+CANOPY_HD inline long long triangular_root(long long m) {
+  long long e = (long long)((sqrtf(8.0f * float(m) + 1.0f) - 1.0f) * 0.5f);
+  while (e > 0 && e * (e + 1) / 2 > m) --e;
+  while ((e + 1) * (e + 2) / 2 <= m) ++e;
+  return e;
+}
+
+//! The single-pass kernel's processing order: the n-th tile (0 <= n < tiles_x * tiles_y) in
+//! anti-diagonal order, diagonals d = ti + tj in increasing d, within a diagonal by increasing ti.
+//! A tile's left, upper and upper-left tiles (everything its look-backs read) lie on smaller
+//! diagonals, so they come earlier in this order for every grid shape (the deadlock freedom of the
+//! look-back needs exactly that), and in a round of G consecutive tiles only tiles within
+//! G / (diagonal length) diagonals of each other run at once: the chains of look-backs that wait
+//! on a tile still in flight are that short, instead of a whole tile row (raster order).
+//! Diagonals 0..a-1 hold 1..a tiles, a..b-1 hold a, the last a-1 hold a-1..1 (a = min, b = max of
+//! tiles_x, tiles_y); the diagonal of n comes from a triangular root in the first and last part.
+CANOPY_HD inline tile_position diagonal_tile(unsigned n, int tiles_x, int tiles_y) {
+  const long long a = tiles_x < tiles_y ? tiles_x : tiles_y;
+  const long long b = tiles_x < tiles_y ? tiles_y : tiles_x;
+  const long long i = n, total = a * b, head = a * (a + 1) / 2, tail = a * (a - 1) / 2;
+  long long d, start;
+  if (i < head) {
+    d = triangular_root(i);
+    start = d * (d + 1) / 2;
+  } else if (i < total - tail) {
+    d = a + (i - head) / a;
+    start = head + (d - a) * a;
+  } else {
+    const long long e = triangular_root(total - 1 - i);  // e-th diagonal from the end, e + 1 tiles
+    d = tiles_x + tiles_y - 2 - e;
+    start = total - (e + 1) * (e + 2) / 2;
+  }
+  const long long lo = d - tiles_x + 1 > 0 ? d - tiles_x + 1 : 0;  // first tile row on diagonal d
+  const int ti = int(lo + (i - start));
+  return {ti, int(d) - ti};
 }
 
 //! Converts one image value to the table type, minus the channel's offset for float tables.

@@ -187,15 +187,16 @@ __device__ __forceinline__ void look_back(const unsigned* flags, int count, Tile
 //   tile's bottom row of local(x, y), i.e. column sums of in-tile row prefixes; no row carries.
 // Corner look-back (warp 1, up the tile column): aggregate of a tile = the total of its row
 //   carries (published by warp 0 right after its row look-back), inclusive = corner + that total.
-// The corner chain still waits for row look-backs, but of the tiles above (started a whole tile
-// row earlier), and it runs beside this tile's own row and column look-backs. Tiles are numbered
-// in raster order and a tile waits only on smaller ones; block b of G takes tiles b, b + G, ...
-// (see sat_single_pass_kernel for why static and what it requires). Shared arrays are indexed [p * C + c][lane] for pixel p of a lane's segment (32
+// The corner chain still waits for row look-backs, but of the tiles above, and it runs beside this
+// tile's own row and column look-backs. Tiles are processed in anti-diagonal order (tile_at,
+// diagonal_tile): every tile a look-back reads (left, above, above-left) comes earlier in that
+// order, so a tile only waits on tiles started before it; block b of G takes tiles b, b + G, ...
+// of the order (see sat_single_pass_kernel for why static and what it requires). Shared arrays are indexed [p * C + c][lane] for pixel p of a lane's segment (32
 // consecutive words per warp access); column x of the tile is (p, lane) = (x % 4, x / 4).
 // Output rows leave through store_row_staged (whole 512-byte runs per store instruction).
 template <class Table>
 struct tile_descriptors {
-  unsigned* counter;          // next tile id (raster order), one-tile-per-block mode; 1 word
+  unsigned* counter;          // next tile in processing order, one-tile-per-block mode; 1 word
   unsigned* row_flag;         // [tiles]
   unsigned* col_flag;         // [tiles][4], one per group of 32 columns
   unsigned* corner_flag;      // [tiles]
@@ -234,10 +235,23 @@ __device__ __forceinline__ unsigned long long global_timer_ns() {
   return t;
 }
 
+//! Processing order of the tiles (the order of the counter, and of b, b + G, ... in the persistent
+//! mode). Diagonal (diagonal_tile): a tile's look-backs wait on tiles a few diagonals back, mostly
+//! done or nearly so. Raster (row by row): the row look-back waits on the left neighbour, which runs
+//! at the same time on another block, a serial chain along the tile row (kept for comparison in
+//! canopy-sat-phases).
+enum class tile_order { raster, diagonal };
+
+template <tile_order Order>
+__device__ __forceinline__ tile_position tile_at(unsigned order, int tiles_x, int tiles_y) {
+  if constexpr (Order == tile_order::diagonal) return diagonal_tile(order, tiles_x, tiles_y);
+  else return {int(order / unsigned(tiles_x)), int(order % unsigned(tiles_x))};
+}
+
 //! Shared memory of the single-pass kernel besides the prefetched image tile (dynamic).
 template <class Table, int C>
 struct tile_shared {
-  unsigned tile;  // one-tile-per-block mode: the tile claimed from the counter
+  unsigned tile;  // one-tile-per-block mode: the tile (in processing order) claimed from the counter
   // Column sums per warp, then their exclusive prefixes over warps, then each warp's store stage.
   alignas(16) Table warp_col[block_threads / 32][pixels_per_thread * C][32];
   Table row_sum[tile_rows][C];        // row sums of the tile
@@ -281,17 +295,16 @@ __device__ __forceinline__ void cp_async_wait_all() {
 #endif
 }
 
-//! Starts the copy of this thread's part of tile `tile` of the image into `stage` (its own units:
+//! Starts the copy of this thread's part of tile `at` of the image into `stage` (its own units:
 //! [r][unit][thread], so that the later reads of a warp are 512 contiguous bytes, conflict-free).
 //! Needs rows of a whole number of 16-byte units and a 16-byte aligned image: every unit is then
 //! wholly inside or wholly outside the image; units outside are zero-filled without a read.
 template <class In, int C>
-__device__ __forceinline__ void prefetch_tile(const In* image, int width, int height, int tiles_x, unsigned tile,
-                                              uint4* stage, int tid) {
+__device__ __forceinline__ void prefetch_tile(const In* image, int width, int height, tile_position at, uint4* stage,
+                                              int tid) {
   constexpr int units = prefetch_units<In, C>();
   const int lane = tid & 31, warp = tid >> 5;
-  const int ti = int(tile / unsigned(tiles_x));
-  const int tj = int(tile % unsigned(tiles_x));
+  const int ti = at.ti, tj = at.tj;
   const std::size_t row_bytes = std::size_t(width) * C * sizeof(In);
   const std::size_t xb = std::size_t(tj * tile_cols + lane * pixels_per_thread) * C * sizeof(In);
 #pragma unroll
@@ -309,18 +322,22 @@ __device__ __forceinline__ void prefetch_tile(const In* image, int width, int he
 
 //! The single-pass kernel, in two modes.
 //! Prefetch (persistent): G blocks (no more than fit on the device at once, and no more than there
-//! are tiles); block b takes tiles b, b + G, b + 2G, ... The image segment of the block's next tile
-//! is copied into shared memory (cp.async) while the current one is scanned, waits on its
-//! look-backs and is stored, so loads are in flight through the whole tile. The order is static
+//! are tiles); block b takes tiles b, b + G, b + 2G, ... of the processing order (tile_at). The
+//! image segment of the block's next tile (tile_at(order + G)) is copied into shared memory
+//! (cp.async) while the current one is scanned, waits on its look-backs and is stored, so loads are
+//! in flight through the whole tile. The order is static
 //! because a tile claimed ahead of time (to know what to prefetch) but not yet started holds back
 //! every later tile that looks back over it: claiming the next tile from the counter at the start
 //! of the current one made the kernel 5 to 50 times slower (measured). Progress needs every block
 //! to become resident (a tile waits on smaller tiles of any block): true when G blocks fit at once;
 //! blocks kept waiting by other work on the device start when that work ends.
-//! Otherwise: one block per tile, the tile taken in raster order from the counter, so every tile
+//! Otherwise: one block per tile, the tile taken in processing order from the counter, so every tile
 //! waited on has started: no deadlock at any occupancy; loads straight from global memory.
+//! Both modes rely on every tile a look-back reads coming earlier in the processing order, which
+//! holds for both orders of tile_at on any grid.
 //! Measure: write phase stamps to d.stamps (canopy-sat-phases only; compiled out otherwise).
-template <class In, class Table, int C, bool Prefetch, bool Measure = false>
+//! Order: tile_order::diagonal (the library's) or raster (canopy-sat-phases' comparison).
+template <class In, class Table, int C, bool Prefetch, bool Measure = false, tile_order Order = tile_order::diagonal>
 __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     sat_single_pass_kernel(const In* __restrict__ image, Table* __restrict__ table, int width, int height,
                            Table* __restrict__ offset, int tiles_x, unsigned tiles, tile_descriptors<Table> d) {
@@ -361,9 +378,12 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
   }
   __syncthreads();
   // Persistent: block b of G takes tiles b, b + G, ...; otherwise the one tile it claimed.
-  unsigned tile = Prefetch ? blockIdx.x : sh.tile;
+  // `order` counts tiles in processing order (tile_at); descriptors and stamps are indexed by the
+  // tile's raster index ti * tiles_x + tj.
+  const int tiles_y = int(tiles / unsigned(tiles_x));
+  unsigned order = Prefetch ? blockIdx.x : sh.tile;
   if constexpr (Prefetch)
-    if (tile < tiles) prefetch_tile<In, C>(image, width, height, tiles_x, tile, s_prefetch, tid);
+    if (order < tiles) prefetch_tile<In, C>(image, width, height, tile_at<Order>(order, tiles_x, tiles_y), s_prefetch, tid);
 
   Table off[C];
 #pragma unroll
@@ -379,10 +399,11 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     }
   }
 
-  while (tile < tiles) {
-    const int ti = int(tile / unsigned(tiles_x));
-    const int tj = int(tile % unsigned(tiles_x));
-    const unsigned next = Prefetch ? tile + gridDim.x : tiles;
+  while (order < tiles) {
+    const tile_position at = tile_at<Order>(order, tiles_x, tiles_y);
+    const int ti = at.ti, tj = at.tj;
+    const unsigned tile = unsigned(ti * tiles_x + tj);
+    const unsigned next = Prefetch ? order + gridDim.x : tiles;
     if constexpr (Measure)
       if (tid == 0) {
         d.stamps[std::size_t(tile) * phase_stamps + stamp_global_start] = global_timer_ns();
@@ -435,7 +456,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     if (tid == 0) stamp(stamp_loaded);
     // The thread's units have been read (v depends on them): refill them with the next tile.
     if constexpr (Prefetch)
-      if (next < tiles) prefetch_tile<In, C>(image, width, height, tiles_x, next, s_prefetch, tid);
+      if (next < tiles) prefetch_tile<In, C>(image, width, height, tile_at<Order>(next, tiles_x, tiles_y), s_prefetch, tid);
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
       Table incl[C];
@@ -637,7 +658,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
       }
     // Every shared array written in the next iteration before its first barrier is either this
     // warp's own (stage, column sums) or read by the others only between the two barriers.
-    tile = next;
+    order = next;
   }
 }
 
