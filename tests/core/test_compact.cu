@@ -1,6 +1,6 @@
 // Compaction and stable partition on both backends against std::copy_if / std::stable_partition;
 // selection densities from none to all; counts in device memory and returned; bad arguments.
-// GPU-only: 2^28 elements vs host, and a timing comparison with CUB at 50% selected.
+// GPU-only: 2^26 and 2^28 elements, partition vs host and select vs CUB at 50% selected.
 #include "common/backends.hpp"
 
 #include <canopy/core/compact.hpp>

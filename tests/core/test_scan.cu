@@ -1,17 +1,11 @@
 // Scans: plain, segmented by flags and over regular segments, on both backends, against std:: and
-// sequential references; non-commutative operators; bad arguments. GPU-only: 2^28 elements, GPU vs
-// host, and a timing comparison with CUB printed in the test output.
+// sequential references; non-commutative operators; bad arguments. GPU-only: 2^28 elements and
+// large segmented scans, GPU vs host. (Timing against CUB: bench/tuning/canopy-scan-tuning.)
 #include "common/backends.hpp"
 
 #include <canopy/core/scan.hpp>
 
-#if CANOPY_HAS_CUDA && defined(__CUDACC__)
-#include <cub/device/device_scan.cuh>
-#endif
-
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <cstdint>
 #include <limits>
 #include <numeric>
