@@ -14,7 +14,6 @@
 #include <canopy/structures/binned_sah.hpp>
 #include <canopy/structures/bvh.hpp>
 #include <canopy/structures/bvh_queries.hpp>
-#include <canopy/structures/detail/bvh_sort.hpp>
 #include <canopy/structures/obj_loader.hpp>
 #include <canopy/structures/scene.hpp>
 
@@ -328,9 +327,7 @@ int main(int argc, char** argv) {
     {
       context ctx(parse_backend_request(cfg.backend, "--backend"));
       device = ctx.description();
-      std::printf("canopy-bench-bvh on %s\nsort stage: %s\n", device.c_str(),
-                  detail::bvh_sort_is_radix() ? "canopy::radix_sort_pairs"
-                                              : "INTERIM host sort (canopy's radix sort not yet defined in core)");
+      std::printf("canopy-bench-bvh on %s\nsort stage: canopy::radix_sort_pairs\n", device.c_str());
       for (const std::string& name : cfg.scenes) {
         rows.push_back(run_scene(ctx, cfg, name));
         print_row(rows.back());
@@ -348,7 +345,7 @@ int main(int argc, char** argv) {
     if (!cfg.json.empty()) {
       std::ofstream f(cfg.json);
       f << "{\n  \"primitive\": \"bvh\",\n  \"device\": \"" << device << "\",\n  \"sort_stage\": \""
-        << (detail::bvh_sort_is_radix() ? "radix_sort_pairs" : "interim host sort") << "\",\n  \"image\": [" << cfg.width
+        << "radix_sort_pairs" << "\",\n  \"image\": [" << cfg.width
         << ", " << cfg.height << "],\n  \"repeat\": " << cfg.repeat << ",\n  \"rows\": [\n";
       for (std::size_t i = 0; i < rows.size(); ++i) f << json_row(rows[i]) << (i + 1 < rows.size() ? ",\n" : "\n");
       f << "  ]\n}\n";

@@ -2,10 +2,10 @@
 // primitives (reduce, radix sort) and canopy::for_each.
 #include <canopy/core/buffer.hpp>
 #include <canopy/core/for_each.hpp>
+#include <canopy/core/radix_sort.hpp>
 #include <canopy/core/reduce.hpp>
 #include <canopy/structures/bvh.hpp>
 #include <canopy/structures/detail/bvh_build_kernels.hpp>
-#include <canopy/structures/detail/bvh_sort.hpp>
 #include <canopy/structures/detail/bvh_treelet_warp.hpp>
 
 #include <algorithm>
@@ -137,9 +137,9 @@ void bvh_builder::build(const Source& source, std::size_t n, stage_timer* timer)
   {
     optional_stage stage(timer, "sort");
     if (options_.morton_bits == 30) {
-      detail::bvh_sort_codes(ctx, codes32_.view(), index_scratch_.view(), 30);
+      radix_sort_pairs(ctx, codes32_.view(), index_scratch_.view(), 0, 30);
     } else {
-      detail::bvh_sort_codes(ctx, codes64_.view(), index_scratch_.view(), 63);
+      radix_sort_pairs(ctx, codes64_.view(), index_scratch_.view(), 0, 63);
     }
     std::swap(primitive_indices_, index_scratch_);
   }
