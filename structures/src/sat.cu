@@ -162,8 +162,9 @@ void build_sat(context& ctx, span<const In> image, int width, int height, int ch
     return;
   }
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
-  // Float tables: the single-pass kernel computes the offsets itself, the two-pass one launches
-  // sat_offset_kernel first. off is null for integer tables.
+  // Float tables: the persistent single-pass mode computes the offsets inside its kernel; the
+  // one-tile-per-block mode and the two-pass baseline launch sat_offset_kernel first. off_out is
+  // null for integer tables.
   Table* const off_out = sat_has_offset_v<Table> ? offset.data() : nullptr;
   switch (channels) {
     case 1: build_cuda<In, Table, 1>(ctx, image.data(), table.data(), width, height, off_out, options.algorithm); break;

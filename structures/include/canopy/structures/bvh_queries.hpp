@@ -149,8 +149,8 @@ struct overlap_pair {
 //! Every (i, j) with overlaps(queries[i], box of primitive j), found by traversing a tree built with
 //! build_boxes(). With `self` set (queries are the very boxes the tree was built over) each
 //! unordered pair of distinct boxes is reported once, as query < primitive. Two passes over the
-//! queries: count, exclusive scan, fill; `out` is resized to the exact total, so nothing can
-//! overflow. Order: by query, then in traversal order. Synchronises once to learn the total.
+//! queries: count, exclusive scan, fill; `out` is resized to the exact total. Counts, offsets
+//! and the total are 32-bit: the total must stay below 2^32 pairs (not checked). Order: by query, then in traversal order. Synchronises once to learn the total.
 //! Returns the number of pairs. Temporary memory: 8 bytes per query.
 std::size_t overlap_pairs(context& ctx, const bvh_view& bvh, span<const aabb> queries, buffer<overlap_pair>& out,
                           bool self = false);

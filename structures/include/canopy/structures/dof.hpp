@@ -86,8 +86,9 @@ class depth_of_field {
   //! must not alias colour). Alpha is copied. All spans in the context's memory space. On CUDA it
   //! returns without synchronising. With `timer`, stages "dof.coc", "dof.sat" and "dof.filter" are
   //! recorded in its open frame.
-  //! Temporary memory (kept): 4 + 16 + 16 bytes per pixel for CoC and layers, 32 per pixel for the
-  //! two tables, 8 per 16 x 16 tile, and the single-pass descriptors (about 1/13 of a table).
+  //! Temporary memory: kept by the object, 4 + 8 + 8 bytes per pixel for the CoC and the two RGBW
+  //! u16 layers, 32 per pixel for the two tables and 8 per 16 x 16 tile; per call, from the
+  //! context's pool, the single-pass descriptors (about 1/13 of a table).
   //! Complexity: O(pixels) work; 8 (box) or 40 (polygon) table reads per blurred pixel.
   void apply(span<const std::uint32_t> colour, span<const float> depth, int width, int height,
              span<std::uint32_t> out, const dof_options& options, stage_timer* timer = nullptr);

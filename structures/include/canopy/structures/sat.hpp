@@ -24,7 +24,8 @@
 //
 // Algorithms (CUDA backend; the host backend runs rows then columns with oneTBB):
 //   - single_pass: one kernel reads the image once and writes the table once. The image is cut
-//     into 32 x 128 tiles taken in raster order; each tile publishes its row sums and column sums
+//     into 32 x 128 tiles taken in anti-diagonal order (tiles of one diagonal ti + tj in a row,
+//     so that every look-back goes to an earlier tile); each tile publishes its row sums and column sums
 //     and finds its row carries (from tiles to its left) and column carries (from tiles above) by
 //     decoupled look-back, as in a single-pass scan, but in two dimensions. Where 4 pixels are
 //     exactly 16 bytes (RGBA8, RG16, R32F/U; rows a multiple of 16 bytes) the blocks are
