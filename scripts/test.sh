@@ -9,7 +9,9 @@ build=${BUILD_DIR:-build}
 jobs=$(nproc)
 cmake -S . -B "$build" -G Ninja ${CMAKE_ARGS:-}
 cmake --build "$build" -j "$jobs"
-if ! why=$("$build/apps/canopy-info" --backend cuda --n 1 2>&1 >/dev/null); then
+if [ ! -x "$build/apps/canopy-info" ]; then
+  echo "test.sh: canopy-info not built (CANOPY_BUILD_APPS=OFF?): cannot say whether GPU tests will run"
+elif ! why=$("$build/apps/canopy-info" --backend cuda --n 1 2>&1 >/dev/null); then
   echo "test.sh: GPU tests will be skipped here: ${why#canopy-info: }"
 fi
 ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"
