@@ -41,7 +41,7 @@ bool radix_sort_keys_double_buffered(context& ctx, span<Key> keys, span<Key> key
                                      int end_bit = int(sizeof(Key) * 8));
 
 //! Double-buffered pair sort: keys and values both end in their `_alt` buffer when this returns
-//! true, else in the originals.
+//! true, else in the originals. None of the four spans may overlap another.
 template <class Key, class Value>
 bool radix_sort_pairs_double_buffered(context& ctx, span<Key> keys, span<Key> keys_alt, span<Value> values,
                                       span<Value> values_alt, int begin_bit = 0,

@@ -44,13 +44,14 @@ void split_pairs(context& ctx, span<const Key> keys_in, span<Key> keys_out, span
 //! Permutation that stably sorts keys by bits [begin_bit, end_bit) of their ordered form, as a
 //! gather index: sorted[i] = keys[gather_index[i]]. Iterates 8-bit splits (LSD), so 48-bit keys
 //! (uint64_t, end_bit = 48) take 6 passes. begin_bit == end_bit yields the identity.
-//! gather_index.size() must equal keys.size(); keys is not modified.
+//! gather_index.size() must equal keys.size() and must not overlap keys; keys is not modified.
 //! Temporary memory: two key arrays, one index array, look-back state.
 template <class Key>
 void sort_gather_index(context& ctx, span<const Key> keys, span<std::uint32_t> gather_index, int begin_bit,
                        int end_bit);
 
 //! The same permutation as a scatter index: sorted[scatter_index[i]] = keys[i] (the rank of key i).
+//! scatter_index has keys.size() elements and must not overlap keys.
 template <class Key>
 void sort_scatter_index(context& ctx, span<const Key> keys, span<std::uint32_t> scatter_index, int begin_bit,
                         int end_bit);
