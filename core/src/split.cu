@@ -161,11 +161,8 @@ void sort_scatter_index(context& ctx, span<const Key> keys, span<std::uint32_t> 
 namespace detail {
 
 void split_records_by_category(context& ctx, span<const std::uint8_t> categories, const std::byte* in,
-                               memory_space in_space, std::byte* out, memory_space out_space, std::size_t n,
-                               std::size_t record_bytes, int num_bins) {
+                               std::byte* out, std::size_t n, std::size_t record_bytes, int num_bins) {
   constexpr const char* function = "canopy::split";
-  (void)in_space;
-  (void)out_space;
   check_span(categories, ctx.space(), function, "categories");
   require(num_bins >= 1 && num_bins <= 256, function, "num_bins",
           "must lie in [1, 256] (one 8-bit split pass), got " + std::to_string(num_bins));

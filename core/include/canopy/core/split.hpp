@@ -57,9 +57,9 @@ void sort_scatter_index(context& ctx, span<const Key> keys, span<std::uint32_t> 
                         int end_bit);
 
 namespace detail {
+//! in and out have been checked against ctx.space() by split(); n records of record_bytes each.
 void split_records_by_category(context& ctx, span<const std::uint8_t> categories, const std::byte* in,
-                               memory_space in_space, std::byte* out, memory_space out_space, std::size_t n,
-                               std::size_t record_bytes, int num_bins);
+                               std::byte* out, std::size_t n, std::size_t record_bytes, int num_bins);
 }  // namespace detail
 
 //! Stable split of records by an explicit category per record: out holds the records of category
@@ -78,9 +78,8 @@ void split(context& ctx, span<const std::uint8_t> categories, span<const T> in, 
           "length " + std::to_string(categories.size()) + " differs from in length " + std::to_string(in.size()));
   check_span(out, ctx.space(), "canopy::split", "out");
   check_span(in, ctx.space(), "canopy::split", "in");
-  detail::split_records_by_category(ctx, categories, reinterpret_cast<const std::byte*>(in.data()), in.space(),
-                                    reinterpret_cast<std::byte*>(out.data()), out.space(), in.size(), sizeof(T),
-                                    num_bins);
+  detail::split_records_by_category(ctx, categories, reinterpret_cast<const std::byte*>(in.data()),
+                                    reinterpret_cast<std::byte*>(out.data()), in.size(), sizeof(T), num_bins);
 }
 
 }  // namespace canopy
