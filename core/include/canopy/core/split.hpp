@@ -29,8 +29,10 @@ namespace canopy {
 //! keys_out holds every key with digit 0 first, then digit 1, ..., each bin in input order.
 //! num_bits in [1, 8] (≤ 256 bins per pass); bit_offset + num_bits ≤ key width.
 //! keys_in and keys_out must not overlap. O(n) work, one pass over the data on the GPU.
-//! Temporary memory (CUDA): 1 KiB of look-back state per tile of 7680 (4-byte keys and values)
-//! or 4608 records, i.e. 0.14 to 0.23 bytes per record, plus 1 KiB. Host: 2 KiB per chunk of at least 64 Ki records.
+//! Temporary memory (CUDA): 1 KiB of look-back state (256 digit counts) per tile of 384 threads x
+//! items per thread: 9984 records (4-byte keys alone), 9216 (4-byte keys and values), 6912 (8-byte keys,
+//! 4-byte values) or 6144 (8-byte keys, or 8-byte values), i.e. 0.10 to 0.17 bytes per record, plus
+//! 1 KiB of digit histogram and 128 bytes of tile counters. Host: 2 KiB per chunk of at least 64 Ki records.
 //! Key: uint32_t, int32_t, float, uint64_t, int64_t, double.
 template <class Key>
 void split_keys(context& ctx, span<const Key> keys_in, span<Key> keys_out, int bit_offset, int num_bits);
