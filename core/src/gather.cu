@@ -1,5 +1,6 @@
 // Gather/scatter of fixed-size records: checks, host loops, CUDA launches.
 #include <canopy/core/detail/gather_kernels.cuh>
+#include <canopy/core/detail/overlap.hpp>
 #include <canopy/core/for_each.hpp>
 #include <canopy/core/gather.hpp>
 
@@ -35,10 +36,7 @@ void move_records(context& ctx, span<const std::byte> in, span<std::byte> out, s
   else
     require(out_records == n, function, "out",
             "holds " + std::to_string(out_records) + " records, gather_index has " + std::to_string(n));
-  if (n > 0) {
-    const auto i0 = reinterpret_cast<std::uintptr_t>(in.data()), o0 = reinterpret_cast<std::uintptr_t>(out.data());
-    require(i0 >= o0 + out.size() || o0 >= i0 + in.size(), function, "out", "overlaps in");
-  }
+  require(!detail::overlaps(in, out), function, "out", "overlaps in");
   if (n == 0) return;
   const std::size_t limit = scatter ? out_records : in_records;
 

@@ -64,6 +64,11 @@ bool sort_pairs_impl(context& ctx, span<Key> keys, span<Key> keys_alt, span<Valu
                 std::to_string(keys.size()));
     require(!detail::overlaps(keys, keys_alt), function, "keys_alt", "overlaps keys");
     require(!detail::overlaps(values, values_alt), function, "values_alt", "overlaps values");
+    // Every pass writes one key buffer and one value buffer while reading the other pair, so the
+    // alternate buffers must not alias the other array's buffers either.
+    require(!detail::overlaps(keys, values_alt), function, "values_alt", "overlaps keys");
+    require(!detail::overlaps(keys_alt, values), function, "keys_alt", "overlaps values");
+    require(!detail::overlaps(keys_alt, values_alt), function, "values_alt", "overlaps keys_alt");
   }
   require(!detail::overlaps(keys, values), function, "values", "overlaps keys");
   const std::size_t n = keys.size();

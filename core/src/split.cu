@@ -43,6 +43,9 @@ void gather_index_impl(context& ctx, span<const Key> keys, span<std::uint32_t> g
   static_assert(is_radix_key<Key>::value, "unsupported key type");
   check_span(keys, ctx.space(), function, "keys");
   check_span(gather_index, ctx.space(), function, index_name);
+  // The passes read keys while writing the index (and, with one pass, only the index), so an index
+  // aliasing the keys would corrupt the digits still to be read.
+  require(!detail::overlaps(keys, gather_index), function, index_name, "overlaps keys");
   detail::check_bit_range(begin_bit, end_bit, int(sizeof(Key) * 8), function);
   require(keys.size() <= 0xffffffffull, function, "keys", "more than 2^32 - 1 keys do not fit a 32-bit index");
   const std::size_t n = keys.size();
@@ -147,6 +150,9 @@ void sort_scatter_index(context& ctx, span<const Key> keys, span<std::uint32_t> 
           "length " + std::to_string(scatter_index.size()) + " differs from keys length " +
               std::to_string(keys.size()));
   check_span(scatter_index, ctx.space(), function, "scatter_index");
+  // The passes themselves write a private gather buffer, but keys is a read-only input: an index
+  // over it would overwrite the caller's keys, so the same rule as sort_gather_index applies.
+  require(!detail::overlaps(keys, scatter_index), function, "scatter_index", "overlaps keys");
   buffer<std::uint32_t> gather(ctx, keys.size());
   gather_index_impl(ctx, keys, gather.view(), begin_bit, end_bit, function, "scatter_index");
   for_each(ctx, keys.size(), scatter_from_gather{gather.view(), scatter_index});
@@ -155,11 +161,8 @@ void sort_scatter_index(context& ctx, span<const Key> keys, span<std::uint32_t> 
 namespace detail {
 
 void split_records_by_category(context& ctx, span<const std::uint8_t> categories, const std::byte* in,
-                               memory_space in_space, std::byte* out, memory_space out_space, std::size_t n,
-                               std::size_t record_bytes, int num_bins) {
+                               std::byte* out, std::size_t n, std::size_t record_bytes, int num_bins) {
   constexpr const char* function = "canopy::split";
-  (void)in_space;
-  (void)out_space;
   check_span(categories, ctx.space(), function, "categories");
   require(num_bins >= 1 && num_bins <= 256, function, "num_bins",
           "must lie in [1, 256] (one 8-bit split pass), got " + std::to_string(num_bins));

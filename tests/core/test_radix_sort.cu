@@ -342,6 +342,25 @@ TEST_P(RadixSortTest, RefusesBadArguments) {
   expect_error<canopy::invalid_argument>(
       [&] { canopy::radix_sort_keys_double_buffered<std::uint32_t>(ctx(), k.view(), k.view()); },
       {"keys_alt", "overlaps"});
+  // Double-buffered pairs: every pair of the four buffers must be disjoint (the passes read one
+  // key/value pair while writing the other).
+  canopy::buffer<std::uint32_t> v10(ctx(), 10), valt(ctx(), 10);
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::radix_sort_pairs_double_buffered<std::uint32_t, std::uint32_t>(ctx(), k.view(), alt.view(), v10.view(), k.view()); },
+      {"canopy::radix_sort_pairs_double_buffered", "argument 'values_alt': overlaps keys"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::radix_sort_pairs_double_buffered<std::uint32_t, std::uint32_t>(ctx(), k.view(), v10.view(), v10.view(), valt.view()); },
+      {"canopy::radix_sort_pairs_double_buffered", "argument 'keys_alt': overlaps values"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::radix_sort_pairs_double_buffered<std::uint32_t, std::uint32_t>(ctx(), k.view(), alt.view(), v10.view(), alt.view()); },
+      {"canopy::radix_sort_pairs_double_buffered", "argument 'values_alt': overlaps keys_alt"});
+  // Partial overlap counts too (the last key_alt element is the first value).
+  expect_error<canopy::invalid_argument>(
+      [&] {
+        canopy::radix_sort_pairs_double_buffered<std::uint32_t, std::uint32_t>(ctx(), k.view().first(5), alt.view().first(5),
+                                                                       alt.view().subspan(4, 5), valt.view().first(5));
+      },
+      {"canopy::radix_sort_pairs_double_buffered", "argument 'keys_alt': overlaps values"});
   const canopy::memory_space other =
       ctx().space() == canopy::memory_space::host ? canopy::memory_space::device : canopy::memory_space::host;
   std::vector<std::uint32_t> host_keys(4);

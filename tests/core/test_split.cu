@@ -214,6 +214,17 @@ TEST_P(SplitTest, RefusesBadArguments) {
   expect_error<canopy::invalid_argument>(
       [&] { canopy::sort_gather_index<std::uint64_t>(ctx(), a64.view(), idx7.view(), 0, 48); },
       {"canopy::sort_gather_index", "gather_index"});
+  // An index written over its own keys would corrupt the digits of later passes (gather) or the
+  // caller's read-only keys (scatter). A 32-bit index over 32-bit keys is the easy mistake.
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::sort_gather_index<std::uint32_t>(ctx(), a.view(), a.view(), 0, 32); },
+      {"canopy::sort_gather_index", "argument 'gather_index': overlaps keys"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::sort_gather_index<std::uint32_t>(ctx(), a.view().first(4), a.view().subspan(3, 4), 0, 8); },
+      {"canopy::sort_gather_index", "argument 'gather_index': overlaps keys"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::sort_scatter_index<std::uint32_t>(ctx(), a.view(), a.view(), 0, 32); },
+      {"canopy::sort_scatter_index", "argument 'scatter_index': overlaps keys"});
   expect_error<canopy::invalid_argument>(
       [&] { canopy::sort_scatter_index<std::uint64_t>(ctx(), a64.view(), idx.view(), 0, 65); },
       {"canopy::sort_scatter_index", "end_bit"});

@@ -70,7 +70,9 @@ inline std::size_t read_count(const buffer<std::size_t>& count) { return count.t
 }  // namespace detail
 
 //! Copies in[i] where flags[i] != 0 to out[0..k), in order; writes k to count[0].
-//! Complexity O(n). Temporary memory: CUDA 16 bytes per tile (≈ n/256 bytes for 4-byte T).
+//! Complexity O(n). Temporary memory: CUDA one 16-byte descriptor per tile (256 threads x 32 =
+//! 8192 elements for T of up to 4 bytes, ≈ n/512 bytes; 128 x 16 = 2048 for 8-byte T, ≈ n/128
+//! bytes) plus under 512 bytes of padding and tile counter.
 template <class T>
 void select_flagged(context& ctx, span<const T> in, span<const std::uint8_t> flags, span<T> out,
                     span<std::size_t> count) {

@@ -21,8 +21,9 @@
 
 namespace canopy {
 
-//! Sorts keys in place. Temporary memory: n keys, plus on CUDA 0.14 to 0.23 bytes per key per pass
-//! of look-back state (1 KiB per tile of 7680 or 4608 records).
+//! Sorts keys in place. Temporary memory: n keys, plus on CUDA 0.10 (4-byte keys) or 0.17 (8-byte
+//! keys) bytes per key per pass of look-back state (1 KiB per tile of 9984 or 6144 keys; pairs:
+//! 9216, 6912 or 6144 records, split.hpp) and 1 KiB of digit histogram per pass.
 //! begin_bit/end_bit: 0 ≤ begin_bit ≤ end_bit ≤ key width (else invalid_argument).
 template <class Key>
 void radix_sort_keys(context& ctx, span<Key> keys, int begin_bit = 0, int end_bit = int(sizeof(Key) * 8));
@@ -41,7 +42,7 @@ bool radix_sort_keys_double_buffered(context& ctx, span<Key> keys, span<Key> key
                                      int end_bit = int(sizeof(Key) * 8));
 
 //! Double-buffered pair sort: keys and values both end in their `_alt` buffer when this returns
-//! true, else in the originals.
+//! true, else in the originals. None of the four spans may overlap another.
 template <class Key, class Value>
 bool radix_sort_pairs_double_buffered(context& ctx, span<Key> keys, span<Key> keys_alt, span<Value> values,
                                       span<Value> values_alt, int begin_bit = 0,

@@ -29,8 +29,10 @@ namespace canopy {
 //! keys_out holds every key with digit 0 first, then digit 1, ..., each bin in input order.
 //! num_bits in [1, 8] (≤ 256 bins per pass); bit_offset + num_bits ≤ key width.
 //! keys_in and keys_out must not overlap. O(n) work, one pass over the data on the GPU.
-//! Temporary memory (CUDA): 1 KiB of look-back state per tile of 7680 (4-byte keys and values)
-//! or 4608 records, i.e. 0.14 to 0.23 bytes per record, plus 1 KiB. Host: 2 KiB per chunk of at least 64 Ki records.
+//! Temporary memory (CUDA): 1 KiB of look-back state (256 digit counts) per tile of 384 threads x
+//! items per thread: 9984 records (4-byte keys alone), 9216 (4-byte keys and values), 6912 (8-byte keys,
+//! 4-byte values) or 6144 (8-byte keys, or 8-byte values), i.e. 0.10 to 0.17 bytes per record, plus
+//! 1 KiB of digit histogram and 128 bytes of tile counters. Host: 2 KiB per chunk of at least 64 Ki records.
 //! Key: uint32_t, int32_t, float, uint64_t, int64_t, double.
 template <class Key>
 void split_keys(context& ctx, span<const Key> keys_in, span<Key> keys_out, int bit_offset, int num_bits);
@@ -44,21 +46,22 @@ void split_pairs(context& ctx, span<const Key> keys_in, span<Key> keys_out, span
 //! Permutation that stably sorts keys by bits [begin_bit, end_bit) of their ordered form, as a
 //! gather index: sorted[i] = keys[gather_index[i]]. Iterates 8-bit splits (LSD), so 48-bit keys
 //! (uint64_t, end_bit = 48) take 6 passes. begin_bit == end_bit yields the identity.
-//! gather_index.size() must equal keys.size(); keys is not modified.
+//! gather_index.size() must equal keys.size() and must not overlap keys; keys is not modified.
 //! Temporary memory: two key arrays, one index array, look-back state.
 template <class Key>
 void sort_gather_index(context& ctx, span<const Key> keys, span<std::uint32_t> gather_index, int begin_bit,
                        int end_bit);
 
 //! The same permutation as a scatter index: sorted[scatter_index[i]] = keys[i] (the rank of key i).
+//! scatter_index has keys.size() elements and must not overlap keys.
 template <class Key>
 void sort_scatter_index(context& ctx, span<const Key> keys, span<std::uint32_t> scatter_index, int begin_bit,
                         int end_bit);
 
 namespace detail {
+//! in and out have been checked against ctx.space() by split(); n records of record_bytes each.
 void split_records_by_category(context& ctx, span<const std::uint8_t> categories, const std::byte* in,
-                               memory_space in_space, std::byte* out, memory_space out_space, std::size_t n,
-                               std::size_t record_bytes, int num_bins);
+                               std::byte* out, std::size_t n, std::size_t record_bytes, int num_bins);
 }  // namespace detail
 
 //! Stable split of records by an explicit category per record: out holds the records of category
@@ -77,9 +80,8 @@ void split(context& ctx, span<const std::uint8_t> categories, span<const T> in, 
           "length " + std::to_string(categories.size()) + " differs from in length " + std::to_string(in.size()));
   check_span(out, ctx.space(), "canopy::split", "out");
   check_span(in, ctx.space(), "canopy::split", "in");
-  detail::split_records_by_category(ctx, categories, reinterpret_cast<const std::byte*>(in.data()), in.space(),
-                                    reinterpret_cast<std::byte*>(out.data()), out.space(), in.size(), sizeof(T),
-                                    num_bins);
+  detail::split_records_by_category(ctx, categories, reinterpret_cast<const std::byte*>(in.data()),
+                                    reinterpret_cast<std::byte*>(out.data()), in.size(), sizeof(T), num_bins);
 }
 
 }  // namespace canopy

@@ -8,6 +8,7 @@
 
 #include <canopy/core/context.hpp>
 #include <canopy/core/span.hpp>
+#include <canopy/core/detail/overlap.hpp>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -39,19 +40,13 @@ struct segmented_op {
   }
 };
 
-//! True when [a, a + an) and [b, b + bn) share a byte.
-inline bool ranges_overlap(const void* a, std::size_t an, const void* b, std::size_t bn) {
-  const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
-  return an != 0 && bn != 0 && pa < pb + bn && pb < pa + an;
-}
-
 template <class T>
 void check_scan_arguments(const context& ctx, const char* fn, span<const T> in, span<T> out) {
   check_span(in, ctx.space(), fn, "in");
   check_span(out, ctx.space(), fn, "out");
   require(in.size() == out.size(), fn, "out",
           "length " + std::to_string(out.size()) + " differs from in length " + std::to_string(in.size()));
-  require(in.data() == out.data() || !ranges_overlap(in.data(), in.size_bytes(), out.data(), out.size_bytes()), fn,
+  require(in.data() == out.data() || !overlaps(in, out), fn,
           "out", "overlaps in without being the same span (only exact in-place scans are supported)");
 }
 

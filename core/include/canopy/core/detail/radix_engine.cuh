@@ -9,6 +9,7 @@
 
 #include <canopy/core/buffer.hpp>
 #include <canopy/core/for_each.hpp>
+#include <canopy/core/detail/overlap.hpp>
 #include <canopy/core/detail/radix_onesweep_kernels.cuh>
 #include <canopy/core/detail/split_host.cuh>
 
@@ -174,13 +175,5 @@ namespace canopy::detail {
 //! The unsigned integer a value of type Value travels as (4- and 8-byte values only).
 template <class Value>
 using raw_value_t = std::conditional_t<sizeof(Value) == 4, std::uint32_t, std::uint64_t>;
-
-//! True when the byte ranges of a and b intersect (both non-empty).
-template <class A, class B>
-bool overlaps(span<A> a, span<B> b) {
-  if (a.empty() || b.empty()) return false;
-  const auto a0 = reinterpret_cast<std::uintptr_t>(a.data()), b0 = reinterpret_cast<std::uintptr_t>(b.data());
-  return a0 < b0 + b.size_bytes() && b0 < a0 + a.size_bytes();
-}
 
 }  // namespace canopy::detail

@@ -1,12 +1,12 @@
 // canopy/core/detail/reduce_kernels.cuh — the order-keeping reduction kernel.
 //
-// Block b reduces the contiguous rows [b*rows_per_block, ...) of the input; inside a block each
-// warp owns a contiguous run of rows. A row is 32 lanes x one 16-byte vector (512 contiguous bytes
-// per warp load). Each lane folds its VEC items, the warp folds the 32 lane values in lane order
-// (shuffle tree, 5 steps), and lane 0 chains the rows. So op is only ever applied as
-// op(earlier, later): non-commutative operators are exact. UNROLL rows are loaded before any is
-// folded to keep UNROLL x 16 bytes in flight per thread. `identity` pads missing elements, so it
-// must be an identity of op. For operators known to be commutative (is_commutative) each lane
+// Warp w of block b folds the contiguous rows [(b*WARPS + w) * rows_per_warp, ...) of the input, so
+// each block covers WARPS x rows_per_warp consecutive rows. A row is 32 lanes x one 16-byte vector
+// (512 contiguous bytes per warp load). Each lane folds its VEC items, the warp folds the 32 lane
+// values in lane order (shuffle tree, 5 steps), and lane 0 chains the rows. So op is only ever
+// applied as op(earlier, later): non-commutative operators are exact. UNROLL rows are loaded before
+// any is folded to keep UNROLL x 16 bytes in flight per thread. `identity` pads missing elements,
+// so it must be an identity of op. For operators known to be commutative (is_commutative) each lane
 // folds its own values across rows and the warp combines lanes once at the end.
 #pragma once
 

@@ -6,7 +6,8 @@
 // fully coalesced), so no shared-memory transpose is needed: each lane scans its VEC items in
 // registers, a shuffle scan across lanes gives the lane prefixes and the row totals, and the rows
 // are chained in registers. Per tile: one atomic for the tile id (dynamic ordering, so a tile only
-// waits on tiles that started before it), two barriers, and one warp-wide look-back.
+// waits on tiles that started before it), three barriers (tile id, warp totals, tile prefix), and one
+// warp-wide look-back.
 // Measured (docs/performance/scan.md): the per-tile latency (tile-id atomic, barriers, look-back
 // round trips) dominates, so large tiles win; a persistent, software-pipelined variant (next tile's
 // loads issued before the current look-back) was 1.5-2x slower because a claimed-but-unstarted

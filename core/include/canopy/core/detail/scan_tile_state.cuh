@@ -158,7 +158,7 @@ struct tile_status<Acc, 2> {
   static constexpr std::size_t value_words = (sizeof(Acc) + 3) / 4;
   //! status word + aggregate slot + inclusive slot.
   static constexpr std::size_t bytes_per_tile = 4 + 8 * value_words;
-  unsigned* base;  // layout: [status x tiles][aggregate slots][inclusive slots], set by bind()
+  unsigned* base;  // layout: [status x tiles][aggregate slots][inclusive slots], set by the constructor
   std::size_t tiles;
 
   __host__ __device__ tile_status(void* storage, std::size_t tile_count)

@@ -32,7 +32,7 @@ void host_split_pass(const K* keys_in, K* keys_out, const V* vals_in, V* vals_ou
   const K mask = K((1u << bits) - 1);
   const int bins = 1 << bits;
   const std::size_t workers = std::max<std::size_t>(1, std::thread::hardware_concurrency());
-  // Chunks of at least 64 Ki records keep the per-chunk count arrays (1 KiB each) negligible.
+  // Chunks of at least 64 Ki records keep the per-chunk count arrays (256 size_t, 2 KiB each) negligible.
   const std::size_t chunk = std::max<std::size_t>(std::size_t(1) << 16, (n + 4 * workers - 1) / (4 * workers));
   const std::size_t chunks = (n + chunk - 1) / chunk;
   std::vector<std::size_t> offsets(chunks * std::size_t(bins), 0);

@@ -23,8 +23,9 @@ constexpr int vector_elements() {
 constexpr int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 //! Scan/compact tile shape for input type T and accumulator type Acc.
-//! Budget: `bytes_per_thread` of input values per thread (64 bytes: 16 x int32, 8 x int64), capped
-//! so that the accumulators (ROWS x VEC x sizeof(Acc)) stay within ~128 bytes = 32 registers.
+//! Budget: `BytesPerThread` of input values per thread (every shape below passes 128 bytes: 32 x int32,
+//! 16 x int64), capped at 32 items and so that the accumulators (ROWS x VEC x sizeof(Acc)) stay within
+//! ~128 bytes = 32 registers.
 template <class T, class Acc, int BytesPerThread, int BlockThreads, int MinBlocks = 1, bool Streaming = false,
           bool Speculative = false, int LookBackPerLane = 1, unsigned MaxBackoffNs = 256>
 struct scan_shape {
