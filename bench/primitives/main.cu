@@ -264,10 +264,6 @@ int main(int argc, char** argv) {
     }
 
     canopy_bench::print_table(results, e.copy_gbps());
-    std::size_t unavailable = 0;
-    for (const auto& r : results) unavailable += r.state == canopy_bench::result::status::unavailable;
-    if (unavailable)
-      std::printf("%zu row(s) not run: their canopy primitive is missing from this tree.\n", unavailable);
 
     if (!json_path.empty()) std::printf("results written to %s\n", json_path.c_str());
   } catch (const std::exception& ex) {
