@@ -47,7 +47,7 @@ void usage(std::FILE* f) {
                "  --commit SHA    commit recorded in the JSON (default: CANOPY_COMMIT, else configure time)\n"
                "  --seed N        random seed of the inputs\n"
                "  --list          print the variant names and exit\n"
-               "  --corrupt-output  flip canopy's last output element before each check (must fail)\n");
+               "  --corrupt-output  invert canopy's last element before each integer-array check (must fail)\n");
 }
 
 std::vector<std::string> split_list(const std::string& s) {
