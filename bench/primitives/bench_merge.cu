@@ -5,12 +5,7 @@
 
 #include <algorithm>
 
-#if __has_include(<canopy/core/merge_sort.hpp>)
 #include <canopy/core/merge_sort.hpp>
-#define CANOPY_BENCH_HAVE_MERGE_SORT 1
-#else
-#define CANOPY_BENCH_HAVE_MERGE_SORT 0
-#endif
 
 #if CANOPY_BENCH_CUB
 #include <cub/device/device_merge_sort.cuh>
@@ -25,7 +20,6 @@ struct user_less_u32 {
 };
 
 void run_merge_sort_u32(env& e, std::size_t n, result& r) {
-#if CANOPY_BENCH_HAVE_MERGE_SORT
   using K = std::uint32_t;
   canopy::context& ctx = e.ctx();
   canopy::buffer<K> pristine(ctx, n), keys(ctx, n), ref(ctx, n);
@@ -54,10 +48,6 @@ void run_merge_sort_u32(env& e, std::size_t n, result& r) {
   }
   check_equal<K>(ctx, r, "sorted keys", keys.view(), ref.view());
   finish_keys(e, r);
-#else
-  r.state = result::status::unavailable;
-  r.note = "canopy/core/merge_sort.hpp is not in this tree";
-#endif
 }
 
 }  // namespace

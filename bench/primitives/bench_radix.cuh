@@ -17,12 +17,7 @@
 #include <cub/device/device_radix_sort.cuh>
 #endif
 
-#if __has_include(<canopy/core/radix_sort.hpp>) && CANOPY_BENCH_LINK_RADIX_SORT
 #include <canopy/core/radix_sort.hpp>
-#define CANOPY_BENCH_HAVE_RADIX_SORT 1
-#else
-#define CANOPY_BENCH_HAVE_RADIX_SORT 0
-#endif
 
 namespace canopy_bench {
 
@@ -39,7 +34,6 @@ std::size_t radix_bytes(std::size_t n) {
 
 template <class Key, class Value>
 void run_radix_sort(env& e, std::size_t n, result& r, int end_bit, std::uint64_t key_mask) {
-#if CANOPY_BENCH_HAVE_RADIX_SORT
   constexpr bool pairs = !std::is_same_v<Value, no_value>;
   using V = std::conditional_t<pairs, Value, std::uint32_t>;  // placeholder type when keys-only
   canopy::context& ctx = e.ctx();
@@ -115,10 +109,6 @@ void run_radix_sort(env& e, std::size_t n, result& r, int end_bit, std::uint64_t
   if constexpr (pairs)
     if (!check_equal<V>(ctx, r, "values (stability)", canopy_values, ref_values)) return;
   finish_keys(e, r);
-#else
-  r.state = result::status::unavailable;
-  r.note = "canopy/core/radix_sort.hpp or its source is not in this tree";
-#endif
 }
 
 }  // namespace canopy_bench

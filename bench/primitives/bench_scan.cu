@@ -5,18 +5,8 @@
 
 #include <numeric>
 
-#if __has_include(<canopy/core/scan.hpp>)
 #include <canopy/core/scan.hpp>
-#define CANOPY_BENCH_HAVE_SCAN 1
-#else
-#define CANOPY_BENCH_HAVE_SCAN 0
-#endif
-#if __has_include(<canopy/core/reduce.hpp>)
 #include <canopy/core/reduce.hpp>
-#define CANOPY_BENCH_HAVE_REDUCE 1
-#else
-#define CANOPY_BENCH_HAVE_REDUCE 0
-#endif
 
 #if CANOPY_BENCH_CUB
 #include <cub/device/device_reduce.cuh>
@@ -28,7 +18,6 @@ namespace {
 
 template <class T, bool Inclusive>
 void run_scan(env& e, std::size_t n, result& r) {
-#if CANOPY_BENCH_HAVE_SCAN
   canopy::context& ctx = e.ctx();
   canopy::buffer<T> in(ctx, n), out(ctx, n), ref(ctx, n);
   fill_random(ctx, in.view(), e.opts().seed);
@@ -64,14 +53,9 @@ void run_scan(env& e, std::size_t n, result& r) {
   }
   check_equal<T>(ctx, r, "scan output", out.view(), ref.view());
   finish_bytes(e, r, 2.0 * double(n) * sizeof(T));  // read n, write n
-#else
-  r.state = result::status::unavailable;
-  r.note = "canopy/core/scan.hpp is not in this tree";
-#endif
 }
 
 void run_reduce_i32(env& e, std::size_t n, result& r) {
-#if CANOPY_BENCH_HAVE_REDUCE
   using T = std::int32_t;
   canopy::context& ctx = e.ctx();
   canopy::buffer<T> in(ctx, n), out(ctx, 1), ref(ctx, 1);
@@ -95,10 +79,6 @@ void run_reduce_i32(env& e, std::size_t n, result& r) {
   }
   check_equal<T>(ctx, r, "reduce result", out.view(), ref.view());
   finish_bytes(e, r, double(n) * sizeof(T));  // read n
-#else
-  r.state = result::status::unavailable;
-  r.note = "canopy/core/reduce.hpp is not in this tree";
-#endif
 }
 
 }  // namespace

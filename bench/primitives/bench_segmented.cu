@@ -7,12 +7,7 @@
 #include <cmath>
 #include <random>
 
-#if __has_include(<canopy/core/segmented_sort.hpp>)
 #include <canopy/core/segmented_sort.hpp>
-#define CANOPY_BENCH_HAVE_SEGMENTED_SORT 1
-#else
-#define CANOPY_BENCH_HAVE_SEGMENTED_SORT 0
-#endif
 
 #if CANOPY_BENCH_CUB
 #include <cub/device/device_segmented_sort.cuh>
@@ -42,7 +37,6 @@ std::vector<std::uint32_t> make_offsets(std::size_t n, std::size_t length, std::
 }
 
 void run_segmented_sort(env& e, std::size_t n, result& r, std::size_t length) {
-#if CANOPY_BENCH_HAVE_SEGMENTED_SORT
   using K = std::uint32_t;
   canopy::context& ctx = e.ctx();
   const std::vector<std::uint32_t> host_offsets = make_offsets(n, length, e.opts().seed + 6);
@@ -103,10 +97,6 @@ void run_segmented_sort(env& e, std::size_t n, result& r, std::size_t length) {
   r.note = std::to_string(segments) + " segments";
   check_equal<K>(ctx, r, "sorted keys", keys.view(), ref_keys);
   finish_keys(e, r);
-#else
-  r.state = result::status::unavailable;
-  r.note = "canopy/core/segmented_sort.hpp is not in this tree";
-#endif
 }
 
 std::size_t segmented_bytes(std::size_t n) { return 6 * n * 4; }

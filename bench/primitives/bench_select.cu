@@ -4,12 +4,7 @@
 
 #include <algorithm>
 
-#if __has_include(<canopy/core/compact.hpp>)
 #include <canopy/core/compact.hpp>
-#define CANOPY_BENCH_HAVE_COMPACT 1
-#else
-#define CANOPY_BENCH_HAVE_COMPACT 0
-#endif
 
 #if CANOPY_BENCH_CUB
 #include <cub/device/device_select.cuh>
@@ -26,7 +21,6 @@ struct keep_below {
 
 template <int PercentKept>
 void run_select(env& e, std::size_t n, result& r) {
-#if CANOPY_BENCH_HAVE_COMPACT
   using T = std::uint32_t;
   canopy::context& ctx = e.ctx();
   const keep_below pred{static_cast<std::uint32_t>((std::uint64_t(1) << 32) * PercentKept / 100)};
@@ -65,10 +59,6 @@ void run_select(env& e, std::size_t n, result& r) {
   }
   if (!check_equal<T>(ctx, r, "selected elements", out.view().first(k), ref.view().first(k))) return;
   finish_bytes(e, r, double(n) * sizeof(T) + double(k) * sizeof(T));  // read n, write k
-#else
-  r.state = result::status::unavailable;
-  r.note = "canopy/core/compact.hpp is not in this tree";
-#endif
 }
 
 }  // namespace

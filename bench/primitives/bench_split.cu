@@ -8,18 +8,8 @@
 #include <algorithm>
 #include <numeric>
 
-#if __has_include(<canopy/core/split.hpp>) && CANOPY_BENCH_LINK_SPLIT
 #include <canopy/core/split.hpp>
-#define CANOPY_BENCH_HAVE_SPLIT 1
-#else
-#define CANOPY_BENCH_HAVE_SPLIT 0
-#endif
-#if __has_include(<canopy/core/gather.hpp>) && CANOPY_BENCH_LINK_GATHER
 #include <canopy/core/gather.hpp>
-#define CANOPY_BENCH_HAVE_GATHER 1
-#else
-#define CANOPY_BENCH_HAVE_GATHER 0
-#endif
 
 #if CANOPY_BENCH_CUB
 #include <cub/device/device_radix_sort.cuh>
@@ -30,7 +20,6 @@ namespace {
 
 constexpr int split_bits = 8;  // 256 bins
 
-#if CANOPY_BENCH_HAVE_SPLIT
 void run_split_u32(env& e, std::size_t n, result& r) {
   using K = std::uint32_t;
   canopy::context& ctx = e.ctx();
@@ -62,9 +51,7 @@ void run_split_u32(env& e, std::size_t n, result& r) {
   check_equal<K>(ctx, r, "split keys", out.view(), ref.view());
   finish_bytes(e, r, 2.0 * double(n) * sizeof(K));  // read n keys, write n keys
 }
-#endif
 
-#if CANOPY_BENCH_HAVE_SPLIT && CANOPY_BENCH_HAVE_GATHER
 template <std::size_t R>
 struct gathered_ok {
   canopy::span<const record<R>> in, out;
@@ -122,36 +109,16 @@ void run_split_gather(env& e, std::size_t n, result& r) {
   }
   finish_bytes(e, r, double(n) * (sizeof(std::uint32_t) + 2.0 * R));  // keys read, records read + written
 }
-#endif
-
-template <std::size_t R>
-void run_split_gather_or_skip(env& e, std::size_t n, result& r) {
-#if CANOPY_BENCH_HAVE_SPLIT && CANOPY_BENCH_HAVE_GATHER
-  run_split_gather<R>(e, n, r);
-#else
-  r.state = result::status::unavailable;
-  r.note = "canopy split.hpp/gather.hpp or their sources are not in this tree";
-#endif
-}
-
-void run_split_u32_or_skip(env& e, std::size_t n, result& r) {
-#if CANOPY_BENCH_HAVE_SPLIT
-  run_split_u32(e, n, r);
-#else
-  r.state = result::status::unavailable;
-  r.note = "canopy split.hpp or its source is not in this tree";
-#endif
-}
 
 }  // namespace
 
 void register_split(std::vector<variant>& v) {
-  v.push_back({"split_u32_256bins", "split", [](std::size_t n) { return 5 * n * 4; }, run_split_u32_or_skip});
+  v.push_back({"split_u32_256bins", "split", [](std::size_t n) { return 5 * n * 4; }, run_split_u32});
   // keys, index, reference index, CUB scratch (iota, keys out, temp) and two record arrays.
   v.push_back({"split_gather_64B", "split_gather", [](std::size_t n) { return n * (2 * 64 + 28); },
-               run_split_gather_or_skip<64>});
+               run_split_gather<64>});
   v.push_back({"split_gather_128B", "split_gather", [](std::size_t n) { return n * (2 * 128 + 28); },
-               run_split_gather_or_skip<128>});
+               run_split_gather<128>});
 }
 
 }  // namespace canopy_bench

@@ -212,9 +212,6 @@ void print_table(const std::vector<result>& results, double copy_gbps) {
       case result::status::mismatch:
         std::printf("%-30s %7s  MISMATCH: %s\n", r.variant.c_str(), n.c_str(), r.note.c_str());
         break;
-      case result::status::unavailable:
-        std::printf("%-30s %7s  not run: %s\n", r.variant.c_str(), n.c_str(), r.note.c_str());
-        break;
       case result::status::skipped:
         std::printf("%-30s %7s  skipped: %s\n", r.variant.c_str(), n.c_str(), r.note.c_str());
         break;

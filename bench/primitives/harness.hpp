@@ -50,7 +50,7 @@ struct result {
   std::string rate_unit;          //!< "GB/s" or "Gkeys/s"
   double copy_fraction = -1;      //!< canopy GB/s over the copy bandwidth; < 0 when not memory-bound
   std::string note;               //!< e.g. why a size was skipped
-  enum class status { ok, mismatch, unavailable, skipped } state = status::ok;
+  enum class status { ok, mismatch, skipped } state = status::ok;
 };
 
 //! What a variant runs with.
