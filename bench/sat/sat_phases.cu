@@ -1,11 +1,20 @@
 // canopy-sat-phases: a measuring harness for the single-pass SAT kernel (not a benchmark of the
 // public API; canopy-sat-bench is that). It launches template variants of
 // detail::sat::sat_single_pass_kernel directly:
-//   prefetch-diag   - the persistent prefetching kernel, tiles in anti-diagonal order (RGBA8's path)
+//   prefetch-diag   - the persistent prefetching kernel of main at 789441f, tiles in anti-diagonal
+//                     order (RGBA8's path there; the reference of every run)
 //   prefetch-raster - the same with tiles in raster order (the library's order before 2026-11-22)
-//   tile-diag       - one tile per block from the counter, anti-diagonal order (RGBA32F's path;
-//                     also timed for RGBA8)
+//   prefetch-rel    - prefetch-diag with release / acquire flags instead of fences (flag_protocol)
+//   prefetch-3blk   - prefetch-diag with registers capped for 3 blocks per SM
+//   recompute-4     - persistent, the tile kept in shared memory and its prefixes computed twice
+//                     (Recompute), registers capped for 4 blocks per SM; -rel: release flags;
+//                     recompute-3: 3 blocks per SM
+//   tile-diag       - one tile per block from the counter, anti-diagonal order (RGBA32F's path in
+//                     main; also timed for RGBA8)
 //   tile-raster     - the same in raster order
+//   tile-rel        - tile-diag with release / acquire flags
+// For RGBA32F the prefetch variants copy each warp row with 512 contiguous bytes per cp.async
+// instruction (prefetch_slot); in main they were not run for RGBA32F.
 // (Variants measured with this harness and dropped, docs/sat.md: a band-walking mode at 295b3dd,
 // batched / lane-parallel look-backs at 82c9229. Add a template variant to the kernel and a case
 // here to measure the next idea the same way.)
@@ -14,6 +23,7 @@
 // against a device-to-device copy of a table-sized buffer, and, in a Measure build of the same
 // variant, its per-tile phase stamps (clock64 / globaltimer, see detail::sat::phase_stamp) are
 // summarised: where a tile's time goes.
+// Usage: canopy-sat-phases [--small | --big] [variant,variant,...]  (a list limits the variants).
 #include <canopy/core/config.hpp>
 #include <canopy/structures/detail/sat_kernels.cuh>
 
@@ -46,17 +56,39 @@ namespace {
 int g_sms = 0;
 bool g_ok = true;
 
-enum class variant { prefetch_diagonal, prefetch_raster, tile_diagonal, tile_raster };
+enum class variant {
+  prefetch_diagonal,
+  prefetch_raster,
+  prefetch_release,
+  prefetch_3_blocks,
+  recompute_4_blocks,
+  recompute_4_blocks_release,
+  recompute_3_blocks,
+  tile_diagonal,
+  tile_raster,
+  tile_release
+};
 const char* name_of(variant v) {
   switch (v) {
     case variant::prefetch_diagonal: return "prefetch-diag";
     case variant::prefetch_raster: return "prefetch-raster";
+    case variant::prefetch_release: return "prefetch-rel";
+    case variant::prefetch_3_blocks: return "prefetch-3blk";
+    case variant::recompute_4_blocks: return "recompute-4";
+    case variant::recompute_4_blocks_release: return "recompute-4-rel";
+    case variant::recompute_3_blocks: return "recompute-3";
     case variant::tile_diagonal: return "tile-diag";
     case variant::tile_raster: return "tile-raster";
+    case variant::tile_release: return "tile-rel";
   }
   return "?";
 }
-bool prefetches(variant v) { return v == variant::prefetch_diagonal || v == variant::prefetch_raster; }
+bool prefetches(variant v) {
+  return v != variant::tile_diagonal && v != variant::tile_raster && v != variant::tile_release;
+}
+bool recomputes(variant v) {
+  return v == variant::recompute_4_blocks || v == variant::recompute_4_blocks_release || v == variant::recompute_3_blocks;
+}
 
 template <class In, class Table, int C>
 struct runner {
@@ -69,7 +101,7 @@ struct runner {
   unsigned long long* stamps = nullptr;
   std::size_t stamp_tiles = 0;
 
-  template <bool Prefetch, bool Measure, k::tile_order Order>
+  template <bool Prefetch, bool Measure, k::tile_order Order, k::flag_protocol Flags, bool Recompute, int MinBlocks>
   unsigned launch(cudaStream_t s, unsigned long long* st) {
     constexpr int TR = k::tile_rows;
     const int tiles_x = (w + k::tile_cols - 1) / k::tile_cols;
@@ -98,12 +130,23 @@ struct runner {
     d.corner_aggregate = d.col_inclusive + tiles * k::tile_cols * C;
     d.corner_inclusive = d.corner_aggregate + tiles * C;
     d.stamps = st;
-    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure, Order>;
-    const int dyn = Prefetch ? k::prefetch_bytes<In, C>() : 0;
+    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure, Order, Flags, Recompute, MinBlocks>;
+    const int dyn = Prefetch ? k::prefetch_bytes<In, C, Recompute>() : 0;
+    // main's variants run exactly as main launched them; the new persistent ones ask for the
+    // largest shared-memory carveout, so that the occupancy the grid is sized by is what runs.
+    constexpr bool mains = Flags == k::flag_protocol::fence && !Recompute && MinBlocks == 0;
     static int per_sm = -1;
     if (per_sm < 0) {
       CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, std::max(dyn, 1)));
+      if (Prefetch && !mains)
+        CK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
       CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::block_threads, dyn));
+      cudaFuncAttributes fa;
+      CK(cudaFuncGetAttributes(&fa, kernel));
+      std::printf("  [kernel %s%s%s min_blocks %d: %d registers, %zu B local (spills), %zu B static shared, %d B dynamic, %d blocks/SM]\n",
+                  Prefetch ? (Recompute ? "recompute" : "prefetch") : "tile", Measure ? " measure" : "",
+                  Flags == k::flag_protocol::release ? " release" : "", MinBlocks, fa.numRegs, fa.localSizeBytes,
+                  fa.sharedSizeBytes, dyn, per_sm);
     }
     std::size_t blocks = tiles;
     if (Prefetch) blocks = std::min<std::size_t>(tiles, std::size_t(per_sm) * g_sms);
@@ -115,23 +158,40 @@ struct runner {
     return unsigned(per_sm);
   }
 
-  template <bool Prefetch, k::tile_order Order>
+  template <bool Prefetch, k::tile_order Order, k::flag_protocol Flags = k::flag_protocol::fence, bool Recompute = false,
+            int MinBlocks = 0>
   unsigned launch_measured(cudaStream_t s, bool measure) {
-    return measure ? launch<Prefetch, true, Order>(s, stamps) : launch<Prefetch, false, Order>(s, nullptr);
+    return measure ? launch<Prefetch, true, Order, Flags, Recompute, MinBlocks>(s, stamps)
+                   : launch<Prefetch, false, Order, Flags, Recompute, MinBlocks>(s, nullptr);
   }
 
   unsigned run(variant v, cudaStream_t s, bool measure) {
     using o = k::tile_order;
-    constexpr bool can_prefetch = k::prefetch_units<In, C>() == 1;
-    if constexpr (can_prefetch) {
+    constexpr auto rel = k::flag_protocol::release;
+    constexpr auto fence = k::flag_protocol::fence;
+    constexpr int units = k::prefetch_units<In, C>();
+    if constexpr (units > 0) {
       switch (v) {
         case variant::prefetch_diagonal: return launch_measured<true, o::diagonal>(s, measure);
         case variant::prefetch_raster: return launch_measured<true, o::raster>(s, measure);
+        case variant::prefetch_release: return launch_measured<true, o::diagonal, rel>(s, measure);
+        case variant::prefetch_3_blocks: return launch_measured<true, o::diagonal, fence, false, 3>(s, measure);
         default: break;
       }
     }
-    return v == variant::tile_raster ? launch_measured<false, o::raster>(s, measure)
-                                     : launch_measured<false, o::diagonal>(s, measure);
+    if constexpr (units == 1) {
+      switch (v) {
+        case variant::recompute_4_blocks: return launch_measured<true, o::diagonal, fence, true, 4>(s, measure);
+        case variant::recompute_4_blocks_release: return launch_measured<true, o::diagonal, rel, true, 4>(s, measure);
+        case variant::recompute_3_blocks: return launch_measured<true, o::diagonal, fence, true, 3>(s, measure);
+        default: break;
+      }
+    }
+    switch (v) {
+      case variant::tile_raster: return launch_measured<false, o::raster>(s, measure);
+      case variant::tile_release: return launch_measured<false, o::diagonal, rel>(s, measure);
+      default: return launch_measured<false, o::diagonal>(s, measure);
+    }
   }
 };
 
@@ -227,6 +287,8 @@ void summarise(const char* label, const std::vector<unsigned long long>& st, std
                        {"row look-back (warp 0)", stamp_barrier1, stamp_rows_done},
                        {"corner look-back (warp 1)", stamp_barrier1, stamp_corner_done},
                        {"column look-back (warp 4)", stamp_barrier1, stamp_cols_done},
+                       {"row aggregate published (warp 0)", stamp_barrier1, stamp_rows_published},
+                       {"col aggregate published (warp 4)", stamp_barrier1, stamp_cols_published},
                        {"barrier1 -> barrier 2 passed", stamp_barrier1, stamp_barrier2},
                        {"stores (barrier 2 -> issued)", stamp_barrier2, stamp_stored},
                        {"tile total", stamp_start, stamp_stored}};
@@ -272,8 +334,9 @@ void run_case(const char* cname, int w, int h, const std::vector<variant>& vars,
   std::vector<Table> got(n);
   for (variant v : vars) {
     // Prefetching variants need rows of whole 16-byte units (cudaMalloc'd images are aligned).
-    const bool prefetch = prefetches(v);
-    if (prefetch && (std::size_t(w) * C * sizeof(In)) % 16 != 0) continue;
+    constexpr int units = k::prefetch_units<In, C>();
+    if (prefetches(v) && (units == 0 || (std::size_t(w) * C * sizeof(In)) % 16 != 0)) continue;
+    if (recomputes(v) && units != 1) continue;
     runner<In, Table, C> r{w, h, d_img, d_tab, d_off};
     CK(cudaMemset(d_tab, 0, n * sizeof(Table)));
     const unsigned per_sm = r.run(v, s, false);
@@ -323,19 +386,59 @@ void run_case(const char* cname, int w, int h, const std::vector<variant>& vars,
   CK(cudaFree(d_off));
 }
 
+std::vector<variant> parse_variants(const std::string& list) {
+  std::vector<variant> out;
+  std::size_t at = 0;
+  while (at <= list.size()) {
+    const std::size_t end = std::min(list.find(',', at), list.size());
+    const std::string name = list.substr(at, end - at);
+    bool found = false;
+    for (int i = 0; i <= int(variant::tile_release); ++i)
+      if (name == name_of(variant(i))) {
+        out.push_back(variant(i));
+        found = true;
+      }
+    if (!found) {
+      std::fprintf(stderr, "canopy-sat-phases: unknown variant '%s'\n", name.c_str());
+      std::exit(2);
+    }
+    at = end + 1;
+  }
+  return out;
+}
+
+std::vector<variant> only(const std::vector<variant>& want, const std::vector<variant>& filter) {
+  if (filter.empty()) return want;
+  std::vector<variant> out;
+  for (variant v : want)
+    if (std::find(filter.begin(), filter.end(), v) != filter.end()) out.push_back(v);
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // --small: the odd sizes only; --big: the odd sizes, then 4K and 8K (timed, with phase stamps).
-  const bool small_only = argc > 1 && std::string(argv[1]) == "--small";
-  const bool big_only = argc > 1 && std::string(argv[1]) == "--big";
+  // A comma-separated list of variant names limits the variants (the odd sizes still check all).
+  bool small_only = false, big_only = false;
+  std::vector<variant> filter;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--small") small_only = true;
+    else if (a == "--big") big_only = true;
+    else filter = parse_variants(a);
+  }
   cudaDeviceProp p;
   CK(cudaGetDeviceProperties(&p, 0));
   g_sms = p.multiProcessorCount;
   std::printf("canopy-sat-phases on %s (%d SMs)\n", p.name, g_sms);
-  const std::vector<variant> u8v = {variant::prefetch_diagonal, variant::prefetch_raster, variant::tile_diagonal,
-                                    variant::tile_raster};
-  const std::vector<variant> f32v = {variant::tile_diagonal, variant::tile_raster};
+  const std::vector<variant> u8v = {variant::prefetch_diagonal,  variant::prefetch_release,
+                                    variant::prefetch_3_blocks,  variant::recompute_4_blocks,
+                                    variant::recompute_4_blocks_release, variant::recompute_3_blocks,
+                                    variant::prefetch_raster,    variant::tile_diagonal,
+                                    variant::tile_raster,        variant::tile_release};
+  const std::vector<variant> f32v = {variant::tile_diagonal, variant::tile_release, variant::prefetch_diagonal,
+                                     variant::prefetch_release, variant::tile_raster};
   const std::pair<int, int> odd[] = {{1, 1}, {4, 1}, {33, 31}, {36, 31}, {132, 33}, {1028, 67}, {260, 9000}};
   for (auto [w, h] : odd) {
     run_case<std::uint8_t, std::uint32_t, 4>("rgba8->u32", w, h, u8v, false, false);
@@ -346,8 +449,8 @@ int main(int argc, char** argv) {
   for (auto [w, h] : {std::pair{1920, 1080}, std::pair{3840, 2160}, std::pair{7680, 4320}}) {
     const bool big = w >= 3840;
     if (big_only && !big) continue;
-    run_case<std::uint8_t, std::uint32_t, 4>("rgba8->u32", w, h, u8v, true, big);
-    run_case<float, float, 4>("rgba32f->f32", w, h, f32v, true, big);
+    run_case<std::uint8_t, std::uint32_t, 4>("rgba8->u32", w, h, only(u8v, filter), true, big);
+    run_case<float, float, 4>("rgba32f->f32", w, h, only(f32v, filter), true, big);
   }
   std::printf(g_ok ? "canopy-sat-phases: ok\n" : "canopy-sat-phases: CHECK FAILED\n");
   return g_ok ? 0 : 1;

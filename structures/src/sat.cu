@@ -37,17 +37,41 @@ void build_rows_then_columns_for_each(context& ctx, const In* image, Table* tabl
 }
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
+//! The single-pass variant launched per (image, table, channels); measured in canopy-sat-phases
+//! (docs/sat.md, "Issue 7, look-back protocol and occupancy").
+//! Persistent prefetching blocks where a lane's row segment is one 16-byte unit (RGBA8, RG16,
+//! R32F, R32U) and, for 4-byte tables, four units (RGBA32F, RGBA32U: each cp.async of a warp reads
+//! 512 contiguous bytes, prefetch_slot); 4-byte tables with one unit keep the tile in shared memory
+//! and compute its prefixes twice (Recompute), which fits 4 blocks per SM instead of 2. Other
+//! shapes (R8, RGBA16 with 2 units, RGB32F with 3, 8-byte tables with several units, unaligned
+//! rows) take one tile per block from the counter.
+template <class In, class Table, int C>
+struct single_pass_choice {
+  static constexpr int units = detail::sat::prefetch_units<In, C>();
+  static constexpr bool prefetch = units == 1 || (units == 4 && sizeof(Table) == 4);
+  static constexpr bool recompute = units == 1 && sizeof(Table) == 4;
+  static constexpr int min_blocks = recompute ? 4 : 0;
+  static constexpr auto flags = detail::sat::flag_protocol::release;
+  static constexpr auto order = detail::sat::tile_order::diagonal;
+  static_assert(!recompute || (prefetch && units == 1 && min_blocks > 0), "recompute: one unit per lane, capped registers");
+};
+
 //! Blocks of the persistent (prefetching) kernel that fit on the device at once, cached per device.
+//! The kernel asks for the largest shared-memory carveout, so that this count is what runs.
 template <class In, class Table, int C>
 std::size_t resident_prefetch_blocks(const context& ctx) {
   namespace k = detail::sat;
-  constexpr auto kernel = k::sat_single_pass_kernel<In, Table, C, true>;
-  constexpr int dynamic_bytes = k::prefetch_bytes<In, C>();
+  using choice = single_pass_choice<In, Table, C>;
+  constexpr auto kernel = k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::flags,
+                                                    choice::recompute, choice::min_blocks>;
+  constexpr int dynamic_bytes = k::prefetch_bytes<In, C, choice::recompute>();
   static thread_local int cached_device = -1;
   static thread_local int per_sm = 0;
   if (cached_device != ctx.device().ordinal) {
     // Static and dynamic shared memory together may pass the default 48 KB: opt in.
     CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_bytes));
+    CANOPY_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
     CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::block_threads, dynamic_bytes));
     cached_device = ctx.device().ordinal;
   }
@@ -57,6 +81,7 @@ std::size_t resident_prefetch_blocks(const context& ctx) {
 template <class In, class Table, int C>
 void launch_single_pass(context& ctx, const In* image, Table* table, int width, int height, Table* offset) {
   namespace k = detail::sat;
+  using choice = single_pass_choice<In, Table, C>;
   const int tiles_x = (width + k::tile_cols - 1) / k::tile_cols;
   const int tiles_y = (height + k::tile_rows - 1) / k::tile_rows;
   const std::size_t tiles = std::size_t(tiles_x) * std::size_t(tiles_y);
@@ -80,16 +105,12 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
   d.col_inclusive = d.col_aggregate + tiles * k::tile_cols * C;
   d.corner_aggregate = d.col_inclusive + tiles * k::tile_cols * C;
   d.corner_inclusive = d.corner_aggregate + tiles * C;
-  // Persistent prefetching blocks where a lane's row segment is exactly one 16-byte unit (RGBA8,
-  // RG16, R32F: each cp.async of a warp reads 512 contiguous bytes) and rows are whole units. Measured
-  // on an H200, wider segments (RGBA32F: 4 units a lane, each cp.async instruction spread over 2 KB
-  // at a 64-byte stride) ran slower persistent (45% of copy) than one tile per block (54-56%), and
-  // R8 (no prefetch) too; those keep one tile per block, claimed from the counter.
-  if constexpr (k::prefetch_units<In, C>() == 1) {
+  if constexpr (choice::prefetch) {
     if (reinterpret_cast<std::uintptr_t>(image) % 16 == 0 && (std::size_t(width) * C * sizeof(In)) % 16 == 0) {
       const std::size_t blocks = std::min(tiles, resident_prefetch_blocks<In, Table, C>(ctx));
-      k::sat_single_pass_kernel<In, Table, C, true>
-          <<<unsigned(blocks), k::block_threads, k::prefetch_bytes<In, C>(), ctx.stream()>>>(
+      k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::flags, choice::recompute,
+                                choice::min_blocks>
+          <<<unsigned(blocks), k::block_threads, k::prefetch_bytes<In, C, choice::recompute>(), ctx.stream()>>>(
               image, table, width, height, offset, tiles_x, unsigned(tiles), d);
       CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
       return;
@@ -99,7 +120,7 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
     detail::sat::sat_offset_kernel<In, Table><<<1, 256, 0, ctx.stream()>>>(image, offset, width, height, C);
     CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_offset_kernel");
   }
-  k::sat_single_pass_kernel<In, Table, C, false>
+  k::sat_single_pass_kernel<In, Table, C, false, false, choice::order, choice::flags>
       <<<unsigned(tiles), k::block_threads, 0, ctx.stream()>>>(image, table, width, height, offset, tiles_x,
                                                                unsigned(tiles), d);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
