@@ -66,7 +66,14 @@ enum class variant {
   recompute_3_blocks,
   tile_diagonal,
   tile_raster,
-  tile_release
+  tile_release,
+  prefetch_lean,
+  prefetch_lean_backoff,
+  recompute_4_blocks_lean,
+  recompute_3_blocks_lean,
+  tile_lean,
+  tile_lean_backoff,
+  last = tile_lean_backoff
 };
 const char* name_of(variant v) {
   switch (v) {
@@ -80,14 +87,22 @@ const char* name_of(variant v) {
     case variant::tile_diagonal: return "tile-diag";
     case variant::tile_raster: return "tile-raster";
     case variant::tile_release: return "tile-rel";
+    case variant::prefetch_lean: return "prefetch-lean";
+    case variant::prefetch_lean_backoff: return "prefetch-lean-sleep";
+    case variant::recompute_4_blocks_lean: return "recompute-4-lean";
+    case variant::recompute_3_blocks_lean: return "recompute-3-lean";
+    case variant::tile_lean: return "tile-lean";
+    case variant::tile_lean_backoff: return "tile-lean-sleep";
   }
   return "?";
 }
 bool prefetches(variant v) {
-  return v != variant::tile_diagonal && v != variant::tile_raster && v != variant::tile_release;
+  return v != variant::tile_diagonal && v != variant::tile_raster && v != variant::tile_release &&
+         v != variant::tile_lean && v != variant::tile_lean_backoff;
 }
 bool recomputes(variant v) {
-  return v == variant::recompute_4_blocks || v == variant::recompute_4_blocks_release || v == variant::recompute_3_blocks;
+  return v == variant::recompute_4_blocks || v == variant::recompute_4_blocks_release ||
+         v == variant::recompute_3_blocks || v == variant::recompute_4_blocks_lean || v == variant::recompute_3_blocks_lean;
 }
 
 template <class In, class Table, int C>
@@ -101,7 +116,8 @@ struct runner {
   unsigned long long* stamps = nullptr;
   std::size_t stamp_tiles = 0;
 
-  template <bool Prefetch, bool Measure, k::tile_order Order, k::flag_protocol Flags, bool Recompute, int MinBlocks>
+  template <bool Prefetch, bool Measure, k::tile_order Order, k::flag_protocol Flags, bool Recompute, int MinBlocks,
+            k::look_back_poll Poll>
   unsigned launch(cudaStream_t s, unsigned long long* st) {
     constexpr int TR = k::tile_rows;
     const int tiles_x = (w + k::tile_cols - 1) / k::tile_cols;
@@ -130,7 +146,7 @@ struct runner {
     d.corner_aggregate = d.col_inclusive + tiles * k::tile_cols * C;
     d.corner_inclusive = d.corner_aggregate + tiles * C;
     d.stamps = st;
-    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure, Order, Flags, Recompute, MinBlocks>;
+    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure, Order, Flags, Recompute, MinBlocks, Poll>;
     const int dyn = Prefetch ? k::prefetch_bytes<In, C, Recompute>() : 0;
     // main's variants run exactly as main launched them; the new persistent ones ask for the
     // largest shared-memory carveout, so that the occupancy the grid is sized by is what runs.
@@ -143,9 +159,10 @@ struct runner {
       CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::block_threads, dyn));
       cudaFuncAttributes fa;
       CK(cudaFuncGetAttributes(&fa, kernel));
-      std::printf("  [kernel %s%s%s min_blocks %d: %d registers, %zu B local (spills), %zu B static shared, %d B dynamic, %d blocks/SM]\n",
+      std::printf("  [kernel %s%s%s%s min_blocks %d: %d registers, %zu B local (spills), %zu B static shared, %d B dynamic, %d blocks/SM]\n",
                   Prefetch ? (Recompute ? "recompute" : "prefetch") : "tile", Measure ? " measure" : "",
-                  Flags == k::flag_protocol::release ? " release" : "", MinBlocks, fa.numRegs, fa.localSizeBytes,
+                  Flags == k::flag_protocol::release ? " release" : "",
+                  Poll == k::look_back_poll::all ? "" : Poll == k::look_back_poll::lean ? " lean" : " lean-sleep", MinBlocks, fa.numRegs, fa.localSizeBytes,
                   fa.sharedSizeBytes, dyn, per_sm);
     }
     std::size_t blocks = tiles;
@@ -159,16 +176,18 @@ struct runner {
   }
 
   template <bool Prefetch, k::tile_order Order, k::flag_protocol Flags = k::flag_protocol::fence, bool Recompute = false,
-            int MinBlocks = 0>
+            int MinBlocks = 0, k::look_back_poll Poll = k::look_back_poll::all>
   unsigned launch_measured(cudaStream_t s, bool measure) {
-    return measure ? launch<Prefetch, true, Order, Flags, Recompute, MinBlocks>(s, stamps)
-                   : launch<Prefetch, false, Order, Flags, Recompute, MinBlocks>(s, nullptr);
+    return measure ? launch<Prefetch, true, Order, Flags, Recompute, MinBlocks, Poll>(s, stamps)
+                   : launch<Prefetch, false, Order, Flags, Recompute, MinBlocks, Poll>(s, nullptr);
   }
 
   unsigned run(variant v, cudaStream_t s, bool measure) {
     using o = k::tile_order;
     constexpr auto rel = k::flag_protocol::release;
     constexpr auto fence = k::flag_protocol::fence;
+    constexpr auto lean = k::look_back_poll::lean;
+    constexpr auto sleep = k::look_back_poll::lean_backoff;
     constexpr int units = k::prefetch_units<In, C>();
     if constexpr (units > 0) {
       switch (v) {
@@ -176,6 +195,8 @@ struct runner {
         case variant::prefetch_raster: return launch_measured<true, o::raster>(s, measure);
         case variant::prefetch_release: return launch_measured<true, o::diagonal, rel>(s, measure);
         case variant::prefetch_3_blocks: return launch_measured<true, o::diagonal, fence, false, 3>(s, measure);
+        case variant::prefetch_lean: return launch_measured<true, o::diagonal, fence, false, 0, lean>(s, measure);
+        case variant::prefetch_lean_backoff: return launch_measured<true, o::diagonal, fence, false, 0, sleep>(s, measure);
         default: break;
       }
     }
@@ -184,12 +205,16 @@ struct runner {
         case variant::recompute_4_blocks: return launch_measured<true, o::diagonal, fence, true, 4>(s, measure);
         case variant::recompute_4_blocks_release: return launch_measured<true, o::diagonal, rel, true, 4>(s, measure);
         case variant::recompute_3_blocks: return launch_measured<true, o::diagonal, fence, true, 3>(s, measure);
+        case variant::recompute_4_blocks_lean: return launch_measured<true, o::diagonal, fence, true, 4, lean>(s, measure);
+        case variant::recompute_3_blocks_lean: return launch_measured<true, o::diagonal, fence, true, 3, lean>(s, measure);
         default: break;
       }
     }
     switch (v) {
       case variant::tile_raster: return launch_measured<false, o::raster>(s, measure);
       case variant::tile_release: return launch_measured<false, o::diagonal, rel>(s, measure);
+      case variant::tile_lean: return launch_measured<false, o::diagonal, fence, false, 0, lean>(s, measure);
+      case variant::tile_lean_backoff: return launch_measured<false, o::diagonal, fence, false, 0, sleep>(s, measure);
       default: return launch_measured<false, o::diagonal>(s, measure);
     }
   }
@@ -393,7 +418,7 @@ std::vector<variant> parse_variants(const std::string& list) {
     const std::size_t end = std::min(list.find(',', at), list.size());
     const std::string name = list.substr(at, end - at);
     bool found = false;
-    for (int i = 0; i <= int(variant::tile_release); ++i)
+    for (int i = 0; i <= int(variant::last); ++i)
       if (name == name_of(variant(i))) {
         out.push_back(variant(i));
         found = true;
@@ -432,12 +457,16 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&p, 0));
   g_sms = p.multiProcessorCount;
   std::printf("canopy-sat-phases on %s (%d SMs)\n", p.name, g_sms);
-  const std::vector<variant> u8v = {variant::prefetch_diagonal,  variant::prefetch_release,
+  const std::vector<variant> u8v = {variant::prefetch_diagonal,  variant::prefetch_lean,
+                                    variant::prefetch_lean_backoff, variant::recompute_4_blocks_lean,
+                                    variant::recompute_3_blocks_lean, variant::prefetch_release,
                                     variant::prefetch_3_blocks,  variant::recompute_4_blocks,
                                     variant::recompute_4_blocks_release, variant::recompute_3_blocks,
                                     variant::prefetch_raster,    variant::tile_diagonal,
-                                    variant::tile_raster,        variant::tile_release};
-  const std::vector<variant> f32v = {variant::tile_diagonal, variant::tile_release, variant::prefetch_diagonal,
+                                    variant::tile_raster,        variant::tile_release,
+                                    variant::tile_lean};
+  const std::vector<variant> f32v = {variant::tile_diagonal, variant::tile_lean,     variant::tile_lean_backoff,
+                                     variant::prefetch_lean, variant::tile_release,  variant::prefetch_diagonal,
                                      variant::prefetch_release, variant::tile_raster};
   const std::pair<int, int> odd[] = {{1, 1}, {4, 1}, {33, 31}, {36, 31}, {132, 33}, {1028, 67}, {260, 9000}};
   for (auto [w, h] : odd) {

@@ -37,21 +37,23 @@ void build_rows_then_columns_for_each(context& ctx, const In* image, Table* tabl
 }
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
-//! The single-pass variant launched per (image, table, channels); measured in canopy-sat-phases
-//! (docs/sat.md, "Issue 7, look-back protocol and occupancy").
-//! Persistent prefetching blocks where a lane's row segment is one 16-byte unit (RGBA8, RG16,
-//! R32F, R32U) and, for 4-byte tables, four units (RGBA32F, RGBA32U: each cp.async of a warp reads
-//! 512 contiguous bytes, prefetch_slot); 4-byte tables with one unit keep the tile in shared memory
-//! and compute its prefixes twice (Recompute), which fits 4 blocks per SM instead of 2. Other
-//! shapes (R8, RGBA16 with 2 units, RGB32F with 3, 8-byte tables with several units, unaligned
-//! rows) take one tile per block from the counter.
+//! The single-pass variant launched per (image, table, channels); the alternatives are measured in
+//! canopy-sat-phases (docs/sat.md, "Look-back protocol, polling and occupancy").
+//! Persistent prefetching blocks where a lane's row segment is exactly one 16-byte unit (RGBA8,
+//! RG16, R32F, R32U: each cp.async of a warp reads 512 contiguous bytes) and rows are whole units;
+//! one tile per block from the counter otherwise (RGBA32F measured no faster persistent, even with
+//! coalesced copies; R8 and unaligned rows cannot prefetch). Fences around the flags (release /
+//! acquire flags measured slower) and lean polling (only the lanes still waiting re-read a flag).
+//! Recompute (the tile kept in shared memory, 3 or 4 blocks per SM) measured slower and stays a
+//! canopy-sat-phases variant.
 template <class In, class Table, int C>
 struct single_pass_choice {
   static constexpr int units = detail::sat::prefetch_units<In, C>();
-  static constexpr bool prefetch = units == 1 || (units == 4 && sizeof(Table) == 4);
-  static constexpr bool recompute = units == 1 && sizeof(Table) == 4;
-  static constexpr int min_blocks = recompute ? 4 : 0;
-  static constexpr auto flags = detail::sat::flag_protocol::release;
+  static constexpr bool prefetch = units == 1;
+  static constexpr bool recompute = false;
+  static constexpr int min_blocks = 0;
+  static constexpr auto flags = detail::sat::flag_protocol::fence;
+  static constexpr auto poll = detail::sat::look_back_poll::lean;
   static constexpr auto order = detail::sat::tile_order::diagonal;
   static_assert(!recompute || (prefetch && units == 1 && min_blocks > 0), "recompute: one unit per lane, capped registers");
 };
@@ -63,7 +65,7 @@ std::size_t resident_prefetch_blocks(const context& ctx) {
   namespace k = detail::sat;
   using choice = single_pass_choice<In, Table, C>;
   constexpr auto kernel = k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::flags,
-                                                    choice::recompute, choice::min_blocks>;
+                                                    choice::recompute, choice::min_blocks, choice::poll>;
   constexpr int dynamic_bytes = k::prefetch_bytes<In, C, choice::recompute>();
   static thread_local int cached_device = -1;
   static thread_local int per_sm = 0;
@@ -109,7 +111,7 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
     if (reinterpret_cast<std::uintptr_t>(image) % 16 == 0 && (std::size_t(width) * C * sizeof(In)) % 16 == 0) {
       const std::size_t blocks = std::min(tiles, resident_prefetch_blocks<In, Table, C>(ctx));
       k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::flags, choice::recompute,
-                                choice::min_blocks>
+                                choice::min_blocks, choice::poll>
           <<<unsigned(blocks), k::block_threads, k::prefetch_bytes<In, C, choice::recompute>(), ctx.stream()>>>(
               image, table, width, height, offset, tiles_x, unsigned(tiles), d);
       CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
@@ -120,7 +122,7 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
     detail::sat::sat_offset_kernel<In, Table><<<1, 256, 0, ctx.stream()>>>(image, offset, width, height, C);
     CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_offset_kernel");
   }
-  k::sat_single_pass_kernel<In, Table, C, false, false, choice::order, choice::flags>
+  k::sat_single_pass_kernel<In, Table, C, false, false, choice::order, choice::flags, false, 0, choice::poll>
       <<<unsigned(tiles), k::block_threads, 0, ctx.stream()>>>(image, table, width, height, offset, tiles_x,
                                                                unsigned(tiles), d);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");

@@ -497,14 +497,12 @@ TEST_F(CudaSat, BothAlgorithmsMatchTheHostBackend) {
 }
 
 TEST_F(CudaSat, RowsOfWhole16ByteUnitsTakeThePrefetchPath) {
-  // Rows of a multiple of 16 bytes go through the persistent prefetching kernel (cp.async into
-  // shared memory) where a lane's 4-pixel segment is one 16-byte unit (RGBA8, RG16, R32F, R32U:
-  // the tile kept in shared memory and its prefixes computed twice, 4 blocks per SM for 4-byte
-  // tables) or four units with a 4-byte table (RGBA32F, RGBA32U: each warp row copied 512 bytes
-  // per instruction into swizzled slots of other lanes). These sizes cover partial tiles on the
-  // right and at the bottom, single rows and columns, and more tiles than an H100 or H200 holds
-  // blocks of these kernels (each block loops over tiles): 315 tiles at 516 x 2000 (2 blocks per
-  // SM: 264 blocks), 594 at 1028 x 2100 (4 blocks per SM: 528 blocks).
+  // Rows of a multiple of 16 bytes with 16 bytes per lane segment (4 pixels) go through the
+  // persistent prefetching kernel (cp.async into shared memory): RGBA8, RG16, R32F, R32U; RGBA32F
+  // and RGBA32U (64 bytes a segment) take one tile per block and are checked here at the same
+  // shapes. These sizes cover partial tiles on the right and at the bottom, single rows and
+  // columns, and more tiles than an H100 or H200 holds blocks of the persistent kernel (each block
+  // loops over tiles): 315 tiles at 516 x 2000 and 594 at 1028 x 2100 (264 blocks at 2 per SM).
   const std::vector<std::pair<int, int>> sizes = {{4, 1}, {4, 97}, {132, 33}, {1028, 67}, {516, 2000}, {1028, 2100}};
   for (auto [w, h] : sizes) {
     const std::uint64_t seed = std::uint64_t(w) * 17 + h;

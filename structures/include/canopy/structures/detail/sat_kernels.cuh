@@ -192,21 +192,32 @@ __device__ __forceinline__ void publish_flag_single(unsigned* flag, unsigned val
 template <class T>
 __device__ __forceinline__ T load_l2(const T* p) { return __ldcg(p); }
 
+//! Which lanes of a look-back re-read their flag while the warp waits (the Poll template parameter).
+//! all: every lane of the window, every round (32 flags a round: up to 32 L2 sectors for the column
+//!   and corner look-backs, whose predecessors are a tile row apart).
+//! lean: only lanes whose flag was still 0 and that lie before the nearest inclusive prefix seen;
+//!   a flag once seen as an aggregate is used as such (its value never changes), so a waiting
+//!   warp usually re-reads one flag instead of 32.
+//! lean_backoff: lean, and __nanosleep(128) between rounds.
+enum class look_back_poll { all, lean, lean_backoff };
+
 //! Decoupled look-back over up to 32 predecessors at a time, by one warp. Predecessor k (k = 0 is
 //! the nearest) has flag flags[tile_of(k)]; `count` predecessors exist. Adds, for every predecessor
 //! up to and including the nearest one with an inclusive prefix, value(k) (the inclusive prefix for
 //! that one, aggregates before it) into `carry` through add(k, flag). The flags of a window are read
 //! by all lanes at once and the values of a window are independent loads, so a look-back costs a
 //! couple of L2 round trips instead of one per predecessor.
-template <flag_protocol Flags = flag_protocol::fence, class TileOf, class Add>
+template <flag_protocol Flags = flag_protocol::fence, look_back_poll Poll = look_back_poll::all, class TileOf,
+          class Add>
 __device__ __forceinline__ void look_back(const unsigned* flags, int count, TileOf tile_of, Add add) {
   const int lane = int(threadIdx.x) & 31;
   for (int base = 0; base < count; base += 32) {
     const int k = base + lane;
     unsigned f = flag_inclusive;  // lanes past the first tile act as an inclusive prefix of nothing
+    bool poll = k < count;
     int first_inclusive;
     for (;;) {
-      if (k < count) {
+      if (poll) {
         if constexpr (Flags == flag_protocol::release) f = load_flag_acquire(flags + tile_of(k));
         else f = *reinterpret_cast<const volatile unsigned*>(flags + tile_of(k));
       }
@@ -215,6 +226,10 @@ __device__ __forceinline__ void look_back(const unsigned* flags, int count, Tile
       first_inclusive = inclusive ? __ffs(int(inclusive)) - 1 : 32;
       const unsigned needed = first_inclusive >= 31 ? 0xffffffffu : ((2u << first_inclusive) - 1u);
       if ((empty & needed) == 0) break;
+      if constexpr (Poll != look_back_poll::all) poll = f == 0 && lane <= first_inclusive;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+      if constexpr (Poll == look_back_poll::lean_backoff) __nanosleep(128);
+#endif
     }
     __syncwarp();
     if constexpr (Flags == flag_protocol::fence) gpu_fence();
@@ -453,8 +468,10 @@ constexpr int default_min_blocks() {
 //! stores after them, so that no thread holds the tile's 16 pixels in registers while its look-backs
 //! wait: fewer registers per thread, more blocks per SM (MinBlocks).
 //! MinBlocks: blocks per SM the registers are capped for (0: default_min_blocks).
+//! Poll: which lanes of a waiting look-back re-read their flags (look_back_poll).
 template <class In, class Table, int C, bool Prefetch, bool Measure = false, tile_order Order = tile_order::diagonal,
-          flag_protocol Flags = flag_protocol::fence, bool Recompute = false, int MinBlocks = 0>
+          flag_protocol Flags = flag_protocol::fence, bool Recompute = false, int MinBlocks = 0,
+          look_back_poll Poll = look_back_poll::all>
 __global__ void __launch_bounds__(block_threads, MinBlocks > 0 ? MinBlocks : default_min_blocks<Table>())
     sat_single_pass_kernel(const In* __restrict__ image, Table* __restrict__ table, int width, int height,
                            Table* __restrict__ offset, int tiles_x, unsigned tiles, tile_descriptors<Table> d) {
@@ -677,7 +694,7 @@ __global__ void __launch_bounds__(block_threads, MinBlocks > 0 ? MinBlocks : def
       if (lane == 0) stamp(stamp_rows_published);
       if (tj > 0) {
         const unsigned row_start = unsigned(ti * tiles_x);
-        look_back<Flags>(
+        look_back<Flags, Poll>(
             d.row_flag, tj, [&](int k) { return row_start + unsigned(tj - 1 - k); },
             [&](int k, unsigned f) {
               const Table* src = (f == flag_inclusive ? d.row_inclusive : d.row_aggregate) +
@@ -718,7 +735,7 @@ __global__ void __launch_bounds__(block_threads, MinBlocks > 0 ? MinBlocks : def
 #pragma unroll
       for (int c = 0; c < C; ++c) corner[c] = Table(0);
       if (ti > 0 && tj > 0) {
-        look_back<Flags>(
+        look_back<Flags, Poll>(
             d.corner_flag, ti, [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj); },
             [&](int k, unsigned f) {
               const Table* src = (f == flag_inclusive ? d.corner_inclusive : d.corner_aggregate) +
@@ -756,7 +773,7 @@ __global__ void __launch_bounds__(block_threads, MinBlocks > 0 ? MinBlocks : def
       publish_flag<Flags>(d.col_flag + my_flag, ti == 0 ? flag_inclusive : flag_aggregate, lane);
       if (g == 0 && lane == 0) stamp(stamp_cols_published);
       if (ti > 0) {
-        look_back<Flags>(
+        look_back<Flags, Poll>(
             d.col_flag, ti,
             [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj) * col_groups + unsigned(g); },
             [&](int k, unsigned f) {
