@@ -1,29 +1,29 @@
 // canopy-sat-phases: a measuring harness for the single-pass SAT kernel (not a benchmark of the
 // public API; canopy-sat-bench is that). It launches template variants of
 // detail::sat::sat_single_pass_kernel directly:
-//   prefetch-diag   - the persistent prefetching kernel of main at 789441f, tiles in anti-diagonal
-//                     order (RGBA8's path there; the reference of every run)
+//   prefetch-diag   - the persistent prefetching kernel, tiles in anti-diagonal order, polling every
+//                     lane of a look-back window (main's RGBA8 path at 789441f: the reference)
 //   prefetch-raster - the same with tiles in raster order (the library's order before 2026-11-22)
-//   prefetch-rel    - prefetch-diag with release / acquire flags instead of fences (flag_protocol)
-//   prefetch-3blk   - prefetch-diag with registers capped for 3 blocks per SM
-//   recompute-4     - persistent, the tile kept in shared memory and its prefixes computed twice
-//                     (Recompute), registers capped for 4 blocks per SM; -rel: release flags;
-//                     recompute-3: 3 blocks per SM
-//   tile-diag       - one tile per block from the counter, anti-diagonal order (RGBA32F's path in
-//                     main; also timed for RGBA8)
+//   prefetch-lean   - prefetch-diag with lean polling (look_back_poll::lean; the library's RGBA8 path)
+//   tile-diag       - one tile per block from the counter, anti-diagonal order, all lanes polling
+//                     (main's RGBA32F path at 789441f: the reference)
 //   tile-raster     - the same in raster order
-//   tile-rel        - tile-diag with release / acquire flags
+//   tile-lean       - tile-diag with lean polling (the library's RGBA32F path)
 // For RGBA32F the prefetch variants copy each warp row with 512 contiguous bytes per cp.async
-// instruction (prefetch_slot); in main they were not run for RGBA32F.
+// instruction (prefetch_slot); the library does not take them.
 // (Variants measured with this harness and dropped, docs/sat.md: a band-walking mode at 295b3dd,
-// batched / lane-parallel look-backs at 82c9229. Add a template variant to the kernel and a case
-// here to measure the next idea the same way.)
+// batched / lane-parallel look-backs at 82c9229; release / acquire flags, registers capped for 3
+// blocks per SM, the tile kept in shared memory with its prefixes computed twice for 3 or 4 blocks
+// per SM, and a __nanosleep backoff while polling at 79676a8. Add a template variant to the kernel
+// and a case here to measure the next idea the same way.)
 // Each variant is checked exactly (u32) or within the float bound (f32) against a CPU reference at
 // odd and large sizes, timed (median of 25 CUDA-event runs after 3 warm-ups, flag memset included)
 // against a device-to-device copy of a table-sized buffer, and, in a Measure build of the same
 // variant, its per-tile phase stamps (clock64 / globaltimer, see detail::sat::phase_stamp) are
-// summarised: where a tile's time goes.
-// Usage: canopy-sat-phases [--small | --big] [variant,variant,...]  (a list limits the variants).
+// summarised: where a tile's time goes. Each kernel's registers, spills and blocks per SM are
+// printed once.
+// Usage: canopy-sat-phases [--small | --big] [variant,variant,...]  (a list limits the variants
+// timed at 1080p, 4K and 8K; the odd sizes check all).
 #include <canopy/core/config.hpp>
 #include <canopy/structures/detail/sat_kernels.cuh>
 
@@ -56,53 +56,20 @@ namespace {
 int g_sms = 0;
 bool g_ok = true;
 
-enum class variant {
-  prefetch_diagonal,
-  prefetch_raster,
-  prefetch_release,
-  prefetch_3_blocks,
-  recompute_4_blocks,
-  recompute_4_blocks_release,
-  recompute_3_blocks,
-  tile_diagonal,
-  tile_raster,
-  tile_release,
-  prefetch_lean,
-  prefetch_lean_backoff,
-  recompute_4_blocks_lean,
-  recompute_3_blocks_lean,
-  tile_lean,
-  tile_lean_backoff,
-  last = tile_lean_backoff
-};
+enum class variant { prefetch_diagonal, prefetch_raster, prefetch_lean, tile_diagonal, tile_raster, tile_lean, last = tile_lean };
 const char* name_of(variant v) {
   switch (v) {
     case variant::prefetch_diagonal: return "prefetch-diag";
     case variant::prefetch_raster: return "prefetch-raster";
-    case variant::prefetch_release: return "prefetch-rel";
-    case variant::prefetch_3_blocks: return "prefetch-3blk";
-    case variant::recompute_4_blocks: return "recompute-4";
-    case variant::recompute_4_blocks_release: return "recompute-4-rel";
-    case variant::recompute_3_blocks: return "recompute-3";
+    case variant::prefetch_lean: return "prefetch-lean";
     case variant::tile_diagonal: return "tile-diag";
     case variant::tile_raster: return "tile-raster";
-    case variant::tile_release: return "tile-rel";
-    case variant::prefetch_lean: return "prefetch-lean";
-    case variant::prefetch_lean_backoff: return "prefetch-lean-sleep";
-    case variant::recompute_4_blocks_lean: return "recompute-4-lean";
-    case variant::recompute_3_blocks_lean: return "recompute-3-lean";
     case variant::tile_lean: return "tile-lean";
-    case variant::tile_lean_backoff: return "tile-lean-sleep";
   }
   return "?";
 }
 bool prefetches(variant v) {
-  return v != variant::tile_diagonal && v != variant::tile_raster && v != variant::tile_release &&
-         v != variant::tile_lean && v != variant::tile_lean_backoff;
-}
-bool recomputes(variant v) {
-  return v == variant::recompute_4_blocks || v == variant::recompute_4_blocks_release ||
-         v == variant::recompute_3_blocks || v == variant::recompute_4_blocks_lean || v == variant::recompute_3_blocks_lean;
+  return v == variant::prefetch_diagonal || v == variant::prefetch_raster || v == variant::prefetch_lean;
 }
 
 template <class In, class Table, int C>
@@ -116,8 +83,7 @@ struct runner {
   unsigned long long* stamps = nullptr;
   std::size_t stamp_tiles = 0;
 
-  template <bool Prefetch, bool Measure, k::tile_order Order, k::flag_protocol Flags, bool Recompute, int MinBlocks,
-            k::look_back_poll Poll>
+  template <bool Prefetch, bool Measure, k::tile_order Order, k::look_back_poll Poll>
   unsigned launch(cudaStream_t s, unsigned long long* st) {
     constexpr int TR = k::tile_rows;
     const int tiles_x = (w + k::tile_cols - 1) / k::tile_cols;
@@ -146,23 +112,17 @@ struct runner {
     d.corner_aggregate = d.col_inclusive + tiles * k::tile_cols * C;
     d.corner_inclusive = d.corner_aggregate + tiles * C;
     d.stamps = st;
-    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure, Order, Flags, Recompute, MinBlocks, Poll>;
-    const int dyn = Prefetch ? k::prefetch_bytes<In, C, Recompute>() : 0;
-    // main's variants run exactly as main launched them; the new persistent ones ask for the
-    // largest shared-memory carveout, so that the occupancy the grid is sized by is what runs.
-    constexpr bool mains = Flags == k::flag_protocol::fence && !Recompute && MinBlocks == 0;
+    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure, Order, Poll>;
+    const int dyn = Prefetch ? k::prefetch_bytes<In, C>() : 0;
+    constexpr bool lean = Poll == k::look_back_poll::lean;
     static int per_sm = -1;
     if (per_sm < 0) {
       CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, std::max(dyn, 1)));
-      if (Prefetch && !mains)
-        CK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
       CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::block_threads, dyn));
       cudaFuncAttributes fa;
       CK(cudaFuncGetAttributes(&fa, kernel));
-      std::printf("  [kernel %s%s%s%s min_blocks %d: %d registers, %zu B local (spills), %zu B static shared, %d B dynamic, %d blocks/SM]\n",
-                  Prefetch ? (Recompute ? "recompute" : "prefetch") : "tile", Measure ? " measure" : "",
-                  Flags == k::flag_protocol::release ? " release" : "",
-                  Poll == k::look_back_poll::all ? "" : Poll == k::look_back_poll::lean ? " lean" : " lean-sleep", MinBlocks, fa.numRegs, fa.localSizeBytes,
+      std::printf("  [kernel %s%s%s: %d registers, %zu B local (spills), %zu B static shared, %d B dynamic, %d blocks/SM]\n",
+                  Prefetch ? "prefetch" : "tile", Measure ? " measure" : "", lean ? " lean" : "", fa.numRegs, fa.localSizeBytes,
                   fa.sharedSizeBytes, dyn, per_sm);
     }
     std::size_t blocks = tiles;
@@ -175,46 +135,25 @@ struct runner {
     return unsigned(per_sm);
   }
 
-  template <bool Prefetch, k::tile_order Order, k::flag_protocol Flags = k::flag_protocol::fence, bool Recompute = false,
-            int MinBlocks = 0, k::look_back_poll Poll = k::look_back_poll::all>
+  template <bool Prefetch, k::tile_order Order, k::look_back_poll Poll = k::look_back_poll::all>
   unsigned launch_measured(cudaStream_t s, bool measure) {
-    return measure ? launch<Prefetch, true, Order, Flags, Recompute, MinBlocks, Poll>(s, stamps)
-                   : launch<Prefetch, false, Order, Flags, Recompute, MinBlocks, Poll>(s, nullptr);
+    return measure ? launch<Prefetch, true, Order, Poll>(s, stamps) : launch<Prefetch, false, Order, Poll>(s, nullptr);
   }
 
   unsigned run(variant v, cudaStream_t s, bool measure) {
     using o = k::tile_order;
-    constexpr auto rel = k::flag_protocol::release;
-    constexpr auto fence = k::flag_protocol::fence;
     constexpr auto lean = k::look_back_poll::lean;
-    constexpr auto sleep = k::look_back_poll::lean_backoff;
-    constexpr int units = k::prefetch_units<In, C>();
-    if constexpr (units > 0) {
+    if constexpr (k::prefetch_units<In, C>() > 0) {
       switch (v) {
         case variant::prefetch_diagonal: return launch_measured<true, o::diagonal>(s, measure);
         case variant::prefetch_raster: return launch_measured<true, o::raster>(s, measure);
-        case variant::prefetch_release: return launch_measured<true, o::diagonal, rel>(s, measure);
-        case variant::prefetch_3_blocks: return launch_measured<true, o::diagonal, fence, false, 3>(s, measure);
-        case variant::prefetch_lean: return launch_measured<true, o::diagonal, fence, false, 0, lean>(s, measure);
-        case variant::prefetch_lean_backoff: return launch_measured<true, o::diagonal, fence, false, 0, sleep>(s, measure);
-        default: break;
-      }
-    }
-    if constexpr (units == 1) {
-      switch (v) {
-        case variant::recompute_4_blocks: return launch_measured<true, o::diagonal, fence, true, 4>(s, measure);
-        case variant::recompute_4_blocks_release: return launch_measured<true, o::diagonal, rel, true, 4>(s, measure);
-        case variant::recompute_3_blocks: return launch_measured<true, o::diagonal, fence, true, 3>(s, measure);
-        case variant::recompute_4_blocks_lean: return launch_measured<true, o::diagonal, fence, true, 4, lean>(s, measure);
-        case variant::recompute_3_blocks_lean: return launch_measured<true, o::diagonal, fence, true, 3, lean>(s, measure);
+        case variant::prefetch_lean: return launch_measured<true, o::diagonal, lean>(s, measure);
         default: break;
       }
     }
     switch (v) {
       case variant::tile_raster: return launch_measured<false, o::raster>(s, measure);
-      case variant::tile_release: return launch_measured<false, o::diagonal, rel>(s, measure);
-      case variant::tile_lean: return launch_measured<false, o::diagonal, fence, false, 0, lean>(s, measure);
-      case variant::tile_lean_backoff: return launch_measured<false, o::diagonal, fence, false, 0, sleep>(s, measure);
+      case variant::tile_lean: return launch_measured<false, o::diagonal, lean>(s, measure);
       default: return launch_measured<false, o::diagonal>(s, measure);
     }
   }
@@ -361,7 +300,6 @@ void run_case(const char* cname, int w, int h, const std::vector<variant>& vars,
     // Prefetching variants need rows of whole 16-byte units (cudaMalloc'd images are aligned).
     constexpr int units = k::prefetch_units<In, C>();
     if (prefetches(v) && (units == 0 || (std::size_t(w) * C * sizeof(In)) % 16 != 0)) continue;
-    if (recomputes(v) && units != 1) continue;
     runner<In, Table, C> r{w, h, d_img, d_tab, d_off};
     CK(cudaMemset(d_tab, 0, n * sizeof(Table)));
     const unsigned per_sm = r.run(v, s, false);
@@ -457,17 +395,10 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&p, 0));
   g_sms = p.multiProcessorCount;
   std::printf("canopy-sat-phases on %s (%d SMs)\n", p.name, g_sms);
-  const std::vector<variant> u8v = {variant::prefetch_diagonal,  variant::prefetch_lean,
-                                    variant::prefetch_lean_backoff, variant::recompute_4_blocks_lean,
-                                    variant::recompute_3_blocks_lean, variant::prefetch_release,
-                                    variant::prefetch_3_blocks,  variant::recompute_4_blocks,
-                                    variant::recompute_4_blocks_release, variant::recompute_3_blocks,
-                                    variant::prefetch_raster,    variant::tile_diagonal,
-                                    variant::tile_raster,        variant::tile_release,
-                                    variant::tile_lean};
-  const std::vector<variant> f32v = {variant::tile_diagonal, variant::tile_lean,     variant::tile_lean_backoff,
-                                     variant::prefetch_lean, variant::tile_release,  variant::prefetch_diagonal,
-                                     variant::prefetch_release, variant::tile_raster};
+  const std::vector<variant> u8v = {variant::prefetch_diagonal, variant::prefetch_lean, variant::prefetch_raster,
+                                    variant::tile_diagonal, variant::tile_lean, variant::tile_raster};
+  const std::vector<variant> f32v = {variant::tile_diagonal, variant::tile_lean, variant::prefetch_diagonal,
+                                     variant::prefetch_lean, variant::tile_raster};
   const std::pair<int, int> odd[] = {{1, 1}, {4, 1}, {33, 31}, {36, 31}, {132, 33}, {1028, 67}, {260, 9000}};
   for (auto [w, h] : odd) {
     run_case<std::uint8_t, std::uint32_t, 4>("rgba8->u32", w, h, u8v, false, false);

@@ -41,21 +41,16 @@ void build_rows_then_columns_for_each(context& ctx, const In* image, Table* tabl
 //! canopy-sat-phases (docs/sat.md, "Look-back protocol, polling and occupancy").
 //! Persistent prefetching blocks where a lane's row segment is exactly one 16-byte unit (RGBA8,
 //! RG16, R32F, R32U: each cp.async of a warp reads 512 contiguous bytes) and rows are whole units;
-//! one tile per block from the counter otherwise (RGBA32F measured no faster persistent, even with
-//! coalesced copies; R8 and unaligned rows cannot prefetch). Fences around the flags (release /
-//! acquire flags measured slower) and lean polling (only the lanes still waiting re-read a flag).
-//! Recompute (the tile kept in shared memory, 3 or 4 blocks per SM) measured slower and stays a
-//! canopy-sat-phases variant.
+//! one tile per block from the counter otherwise: RGBA32F (4 units a lane) ran slower persistent
+//! with 16-byte pieces at a 64-byte stride per cp.async instruction (45% of copy against 54-56%,
+//! H200) and no faster with whole 512-byte runs (H100: 72-73% against 73% at 8K, 62-64% against 67%
+//! at 4K); R8 and unaligned rows cannot prefetch. Lean polling in the look-backs (only the lanes
+//! still waiting re-read a flag).
 template <class In, class Table, int C>
 struct single_pass_choice {
-  static constexpr int units = detail::sat::prefetch_units<In, C>();
-  static constexpr bool prefetch = units == 1;
-  static constexpr bool recompute = false;
-  static constexpr int min_blocks = 0;
-  static constexpr auto flags = detail::sat::flag_protocol::fence;
-  static constexpr auto poll = detail::sat::look_back_poll::lean;
+  static constexpr bool prefetch = detail::sat::prefetch_units<In, C>() == 1;
   static constexpr auto order = detail::sat::tile_order::diagonal;
-  static_assert(!recompute || (prefetch && units == 1 && min_blocks > 0), "recompute: one unit per lane, capped registers");
+  static constexpr auto poll = detail::sat::look_back_poll::lean;
 };
 
 //! Blocks of the persistent (prefetching) kernel that fit on the device at once, cached per device.
@@ -64,9 +59,8 @@ template <class In, class Table, int C>
 std::size_t resident_prefetch_blocks(const context& ctx) {
   namespace k = detail::sat;
   using choice = single_pass_choice<In, Table, C>;
-  constexpr auto kernel = k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::flags,
-                                                    choice::recompute, choice::min_blocks, choice::poll>;
-  constexpr int dynamic_bytes = k::prefetch_bytes<In, C, choice::recompute>();
+  constexpr auto kernel = k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::poll>;
+  constexpr int dynamic_bytes = k::prefetch_bytes<In, C>();
   static thread_local int cached_device = -1;
   static thread_local int per_sm = 0;
   if (cached_device != ctx.device().ordinal) {
@@ -110,9 +104,8 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
   if constexpr (choice::prefetch) {
     if (reinterpret_cast<std::uintptr_t>(image) % 16 == 0 && (std::size_t(width) * C * sizeof(In)) % 16 == 0) {
       const std::size_t blocks = std::min(tiles, resident_prefetch_blocks<In, Table, C>(ctx));
-      k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::flags, choice::recompute,
-                                choice::min_blocks, choice::poll>
-          <<<unsigned(blocks), k::block_threads, k::prefetch_bytes<In, C, choice::recompute>(), ctx.stream()>>>(
+      k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::poll>
+          <<<unsigned(blocks), k::block_threads, k::prefetch_bytes<In, C>(), ctx.stream()>>>(
               image, table, width, height, offset, tiles_x, unsigned(tiles), d);
       CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
       return;
@@ -122,7 +115,7 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
     detail::sat::sat_offset_kernel<In, Table><<<1, 256, 0, ctx.stream()>>>(image, offset, width, height, C);
     CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_offset_kernel");
   }
-  k::sat_single_pass_kernel<In, Table, C, false, false, choice::order, choice::flags, false, 0, choice::poll>
+  k::sat_single_pass_kernel<In, Table, C, false, false, choice::order, choice::poll>
       <<<unsigned(tiles), k::block_threads, 0, ctx.stream()>>>(image, table, width, height, offset, tiles_x,
                                                                unsigned(tiles), d);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");

@@ -146,46 +146,21 @@ __device__ __forceinline__ void store_row_staged(T* row, const T (&v)[N], T* sta
 //! (__threadfence() is the stronger fence.sc.gpu; the two measured the same on an H200).
 __device__ __forceinline__ void gpu_fence() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 
-//! The flag protocol of the descriptors (the Flags template parameter of the kernel).
-//! fence: writer: values, fence.acq_rel.gpu (every lane that stored), flag by atomicExch; reader:
-//!   volatile flag polls, then fence.acq_rel.gpu, then the values.
-//! release: writer: values, __syncwarp (orders the warp's stores before lane 0's), flag by
-//!   st.release.gpu; reader: flag polls by ld.acquire.gpu, __syncwarp (the lanes that load values
-//!   are not the lanes that read their flags), then the values. No stand-alone fence on either side.
-enum class flag_protocol { fence, release };
-
-__device__ __forceinline__ void store_flag_release(unsigned* flag, unsigned value) {
-  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
-}
-__device__ __forceinline__ unsigned load_flag_acquire(const unsigned* flag) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
-  return v;
-}
-
 //! Publishes `value` in `flag` after the calling warp's descriptor stores (every lane of the warp
-//! calls it; lane `writer` stores the flag).
-template <flag_protocol Flags>
-__device__ __forceinline__ void publish_flag(unsigned* flag, unsigned value, int lane, int writer = 0) {
-  if constexpr (Flags == flag_protocol::release) {
-    __syncwarp();
-    if (lane == writer) store_flag_release(flag, value);
-  } else {
-    gpu_fence();
-    __syncwarp();
-    if (lane == writer) atomicExch(flag, value);
-  }
+//! calls it): every lane fences its own stores, then lane 0 stores the flag.
+//! (Release / acquire flags instead, st.release.gpu and ld.acquire.gpu polls, measured slower on an
+//! H100: st.release.gpu compiles to the same MEMBAR.ALL.GPU as this fence, and every acquire poll
+//! adds a CCTL.IVALL; docs/sat.md.)
+__device__ __forceinline__ void publish_flag(unsigned* flag, unsigned value, int lane) {
+  gpu_fence();
+  __syncwarp();
+  if (lane == 0) atomicExch(flag, value);
 }
 
 //! The same by one thread alone (it did all the stores the flag covers).
-template <flag_protocol Flags>
 __device__ __forceinline__ void publish_flag_single(unsigned* flag, unsigned value) {
-  if constexpr (Flags == flag_protocol::release) {
-    store_flag_release(flag, value);
-  } else {
-    gpu_fence();
-    atomicExch(flag, value);
-  }
+  gpu_fence();
+  atomicExch(flag, value);
 }
 
 // Descriptor values are read through L2 (never a stale L1 line) once their flag has been seen.
@@ -198,8 +173,7 @@ __device__ __forceinline__ T load_l2(const T* p) { return __ldcg(p); }
 //! lean: only lanes whose flag was still 0 and that lie before the nearest inclusive prefix seen;
 //!   a flag once seen as an aggregate is used as such (its value never changes), so a waiting
 //!   warp usually re-reads one flag instead of 32.
-//! lean_backoff: lean, and __nanosleep(128) between rounds.
-enum class look_back_poll { all, lean, lean_backoff };
+enum class look_back_poll { all, lean };
 
 //! Decoupled look-back over up to 32 predecessors at a time, by one warp. Predecessor k (k = 0 is
 //! the nearest) has flag flags[tile_of(k)]; `count` predecessors exist. Adds, for every predecessor
@@ -207,8 +181,7 @@ enum class look_back_poll { all, lean, lean_backoff };
 //! that one, aggregates before it) into `carry` through add(k, flag). The flags of a window are read
 //! by all lanes at once and the values of a window are independent loads, so a look-back costs a
 //! couple of L2 round trips instead of one per predecessor.
-template <flag_protocol Flags = flag_protocol::fence, look_back_poll Poll = look_back_poll::all, class TileOf,
-          class Add>
+template <look_back_poll Poll = look_back_poll::all, class TileOf, class Add>
 __device__ __forceinline__ void look_back(const unsigned* flags, int count, TileOf tile_of, Add add) {
   const int lane = int(threadIdx.x) & 31;
   for (int base = 0; base < count; base += 32) {
@@ -217,22 +190,16 @@ __device__ __forceinline__ void look_back(const unsigned* flags, int count, Tile
     bool poll = k < count;
     int first_inclusive;
     for (;;) {
-      if (poll) {
-        if constexpr (Flags == flag_protocol::release) f = load_flag_acquire(flags + tile_of(k));
-        else f = *reinterpret_cast<const volatile unsigned*>(flags + tile_of(k));
-      }
+      if (poll) f = *reinterpret_cast<const volatile unsigned*>(flags + tile_of(k));
       const unsigned inclusive = __ballot_sync(0xffffffffu, f == flag_inclusive);
       const unsigned empty = __ballot_sync(0xffffffffu, f == 0);
       first_inclusive = inclusive ? __ffs(int(inclusive)) - 1 : 32;
       const unsigned needed = first_inclusive >= 31 ? 0xffffffffu : ((2u << first_inclusive) - 1u);
       if ((empty & needed) == 0) break;
-      if constexpr (Poll != look_back_poll::all) poll = f == 0 && lane <= first_inclusive;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-      if constexpr (Poll == look_back_poll::lean_backoff) __nanosleep(128);
-#endif
+      if constexpr (Poll == look_back_poll::lean) poll = f == 0 && lane <= first_inclusive;
     }
     __syncwarp();
-    if constexpr (Flags == flag_protocol::fence) gpu_fence();
+    gpu_fence();
     const int last = min(first_inclusive, min(31, count - 1 - base));
 #pragma unroll 4
     for (int j = 0; j <= last; ++j) add(base + j, __shfl_sync(0xffffffffu, f, j));
@@ -284,7 +251,7 @@ struct tile_descriptors {
 //! clock64 at: start, image in registers (after the prefetch wait or the loads), first barrier,
 //! row look-back done (warp 0), corner look-back done (warp 1), column look-back done (warp 4),
 //! second barrier, stores issued; and when warp 0 / warp 4 have published their aggregates (values,
-//! fence or release, flag: how long a publication waits, e.g. for the warp's earlier table stores).
+//! fence, flag: how long a publication waits, e.g. for the warp's earlier table stores).
 enum phase_stamp : int {
   stamp_global_start = 0,
   stamp_start,
@@ -342,11 +309,10 @@ constexpr int prefetch_units() {
 }
 
 //! Dynamic shared memory of the prefetching kernel: one tile of the image, rows_per_warp x units
-//! 16-byte units per thread (16 KB for RGBA8, 64 KB for RGBA32F); twice that with Recompute (the
-//! current tile stays until it is stored while the next one arrives).
-template <class In, int C, bool Recompute = false>
+//! 16-byte units per thread (16 KB for RGBA8, 64 KB for RGBA32F).
+template <class In, int C>
 constexpr int prefetch_bytes() {
-  return rows_per_warp * prefetch_units<In, C>() * block_threads * 16 * (Recompute ? 2 : 1);
+  return rows_per_warp * prefetch_units<In, C>() * block_threads * 16;
 }
 
 //! Index (in 16-byte units) in the prefetch stage of unit k of lane `lane`'s segment in row r of
@@ -408,42 +374,6 @@ __device__ __forceinline__ void prefetch_tile(const In* image, int width, int he
   cp_async_commit();
 }
 
-//! Row prefix of one row segment held by the warp, lane l holding pixels 4l..4l+3: in-thread over
-//! the 4 pixels of v (which hold the pixel values on entry), then a warp scan of the thread totals.
-//! total = the sum of the whole row segment (every lane).
-template <class Table, int C>
-__device__ __forceinline__ void warp_row_prefix(Table (&v)[pixels_per_thread][C], Table (&total)[C], int lane) {
-#pragma unroll
-  for (int p = 1; p < pixels_per_thread; ++p)
-#pragma unroll
-    for (int c = 0; c < C; ++c) v[p][c] += v[p - 1][c];
-  Table incl[C];
-#pragma unroll
-  for (int c = 0; c < C; ++c) incl[c] = v[pixels_per_thread - 1][c];
-#pragma unroll
-  for (int dlt = 1; dlt < 32; dlt <<= 1) {
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const Table t = __shfl_up_sync(0xffffffffu, incl[c], dlt);
-      if (lane >= dlt) incl[c] += t;
-    }
-  }
-#pragma unroll
-  for (int c = 0; c < C; ++c) {
-    Table excl = __shfl_up_sync(0xffffffffu, incl[c], 1);
-    if (lane == 0) excl = Table(0);
-#pragma unroll
-    for (int p = 0; p < pixels_per_thread; ++p) v[p][c] += excl;
-    total[c] = __shfl_sync(0xffffffffu, incl[c], 31);
-  }
-}
-
-//! Blocks per SM that the kernel's registers are capped for (__launch_bounds__).
-template <class Table>
-constexpr int default_min_blocks() {
-  return sizeof(Table) == 4 ? 2 : 1;
-}
-
 //! The single-pass kernel, in two modes.
 //! Prefetch (persistent): G blocks (no more than fit on the device at once, and no more than there
 //! are tiles); block b takes tiles b, b + G, b + 2G, ... of the processing order (tile_at). The
@@ -461,28 +391,18 @@ constexpr int default_min_blocks() {
 //! holds for both orders of tile_at on any grid.
 //! Measure: write phase stamps to d.stamps (canopy-sat-phases only; compiled out otherwise).
 //! Order: tile_order::diagonal (the library's) or raster (canopy-sat-phases' comparison).
-//! Flags: the flag protocol of the look-backs (flag_protocol).
-//! Recompute (Prefetch with one 16-byte unit per lane only): the tile's pixels stay in the
-//! prefetch stage (two buffers: the next tile arrives in the other) and the in-tile prefixes are
-//! computed row by row twice, once for the aggregates before the look-backs and again for the
-//! stores after them, so that no thread holds the tile's 16 pixels in registers while its look-backs
-//! wait: fewer registers per thread, more blocks per SM (MinBlocks).
-//! MinBlocks: blocks per SM the registers are capped for (0: default_min_blocks).
 //! Poll: which lanes of a waiting look-back re-read their flags (look_back_poll).
 template <class In, class Table, int C, bool Prefetch, bool Measure = false, tile_order Order = tile_order::diagonal,
-          flag_protocol Flags = flag_protocol::fence, bool Recompute = false, int MinBlocks = 0,
           look_back_poll Poll = look_back_poll::all>
-__global__ void __launch_bounds__(block_threads, MinBlocks > 0 ? MinBlocks : default_min_blocks<Table>())
+__global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     sat_single_pass_kernel(const In* __restrict__ image, Table* __restrict__ table, int width, int height,
                            Table* __restrict__ offset, int tiles_x, unsigned tiles, tile_descriptors<Table> d) {
   constexpr int segment = pixels_per_thread * C;
   constexpr int Rows = rows_per_warp;
   constexpr int TR = tile_rows;
   constexpr int units = prefetch_units<In, C>();
-  constexpr int stage_units = prefetch_bytes<In, C>() / 16;  // one buffer
   static_assert(TR <= 32, "warp 0 holds one tile row per lane");
   static_assert(!Prefetch || units > 0, "prefetch needs whole 16-byte units per segment");
-  static_assert(!Recompute || (Prefetch && units == 1), "recompute reads a lane's own prefetched units");
   extern __shared__ uint4 s_prefetch[];
   __shared__ tile_shared<Table, C> sh;
   auto& s_warp_col = sh.warp_col;
@@ -535,7 +455,6 @@ __global__ void __launch_bounds__(block_threads, MinBlocks > 0 ? MinBlocks : def
     }
   }
 
-  int buffer = 0;  // Recompute: the stage buffer of the current tile
   while (order < tiles) {
     const tile_position at = tile_at<Order>(order, tiles_x, tiles_y);
     const int ti = at.ti, tj = at.tj;
@@ -551,128 +470,86 @@ __global__ void __launch_bounds__(block_threads, MinBlocks > 0 ? MinBlocks : def
     };
     const int x0 = tj * tile_cols + lane * pixels_per_thread;
     const int count = width - x0 >= pixels_per_thread ? pixels_per_thread : (width - x0 > 0 ? width - x0 : 0);
-    // Recompute: row r of this warp's rows, from the current stage buffer, minus the offsets, in v.
-    const uint4* current = s_prefetch + (Recompute ? buffer * stage_units : 0);
-    auto stage_row = [&](int r, Table (&v)[pixels_per_thread][C]) {
-      const int y = ti * TR + warp * Rows + r;
-      union {
-        uint4 w;
-        In e[segment];
-      } u;
-      u.w = current[prefetch_slot<1>(warp, r, lane, 0)];
+    Table v[Rows][pixels_per_thread][C];
+    {
+      In raw[Rows][segment];
+      if constexpr (Prefetch) {
+        cp_async_wait_all();
+        if constexpr (units > 1) __syncwarp();  // the other lanes' copies into this lane's slots
 #pragma unroll
-      for (int p = 0; p < pixels_per_thread; ++p)
+        for (int r = 0; r < Rows; ++r) {
+          union {
+            uint4 w[units > 0 ? units : 1];
+            In e[segment];
+          } u;
 #pragma unroll
-        for (int c = 0; c < C; ++c) v[p][c] = p < count && y < height ? Table(u.e[p * C + c]) - off[c] : Table(0);
-    };
-    [[maybe_unused]] Table v[Recompute ? 1 : Rows][pixels_per_thread][C];
-    if constexpr (Recompute) {
-      // Phase 1: row sums and this warp's column sums of row prefixes, one row at a time; the next
-      // tile goes into the other buffer (this thread's own slots, read for the last time by the
-      // previous tile's stores).
-      cp_async_wait_all();
-      if (next < tiles)
-        prefetch_tile<In, C>(image, width, height, tile_at<Order>(next, tiles_x, tiles_y),
-                             s_prefetch + (buffer ^ 1) * stage_units, tid);
-      if (tid == 0) stamp(stamp_loaded);
-      Table acc[pixels_per_thread][C];
+          for (int k = 0; k < units; ++k) u.w[k] = s_prefetch[prefetch_slot<units>(warp, r, lane, k)];
 #pragma unroll
-      for (int r = 0; r < Rows; ++r) {
-        Table row[pixels_per_thread][C], total[C];
-        stage_row(r, row);
-        warp_row_prefix<Table, C>(row, total, lane);
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-          if (lane == 0) s_row_sum[warp * Rows + r][c] = total[c];
-#pragma unroll
-          for (int p = 0; p < pixels_per_thread; ++p) acc[p][c] = r == 0 ? row[p][c] : acc[p][c] + row[p][c];
+          for (int i = 0; i < segment; ++i) raw[r][i] = u.e[i];
         }
-      }
-#pragma unroll
-      for (int p = 0; p < pixels_per_thread; ++p)
-#pragma unroll
-        for (int c = 0; c < C; ++c) s_warp_col[warp][p * C + c][lane] = acc[p][c];
-    } else {
-      {
-        In raw[Rows][segment];
-        if constexpr (Prefetch) {
-          cp_async_wait_all();
-          if constexpr (units > 1) __syncwarp();  // the other lanes' copies into this lane's slots
-#pragma unroll
-          for (int r = 0; r < Rows; ++r) {
-            union {
-              uint4 w[units > 0 ? units : 1];
-              In e[segment];
-            } u;
-#pragma unroll
-            for (int k = 0; k < units; ++k) u.w[k] = s_prefetch[prefetch_slot<units>(warp, r, lane, k)];
-#pragma unroll
-            for (int i = 0; i < segment; ++i) raw[r][i] = u.e[i];
-          }
-        } else {
-#pragma unroll
-          for (int r = 0; r < Rows; ++r) {
-            const int y = ti * TR + warp * Rows + r;
-            const int n = y < height ? count * C : 0;
-            load_segment<In, segment>(image + (std::size_t(y < height ? y : 0) * std::size_t(width) +
-                                               std::size_t(x0 < width ? x0 : 0)) * C,
-                                      n, raw[r]);
-          }
-        }
+      } else {
 #pragma unroll
         for (int r = 0; r < Rows; ++r) {
           const int y = ti * TR + warp * Rows + r;
-#pragma unroll
-          for (int p = 0; p < pixels_per_thread; ++p)
-#pragma unroll
-            for (int c = 0; c < C; ++c) {
-              const bool inside = p < count && y < height;
-              const Table t = inside ? Table(raw[r][p * C + c]) - off[c] : Table(0);
-              v[r][p][c] = p == 0 ? t : v[r][p - 1][c] + t;
-            }
+          const int n = y < height ? count * C : 0;
+          load_segment<In, segment>(image + (std::size_t(y < height ? y : 0) * std::size_t(width) +
+                                             std::size_t(x0 < width ? x0 : 0)) * C,
+                                    n, raw[r]);
         }
-      }
-      if (tid == 0) stamp(stamp_loaded);
-      // The thread's units have been read (v depends on them): refill them with the next tile.
-      if constexpr (Prefetch) {
-        if constexpr (units > 1) __syncwarp();  // every lane has read the slots the copies overwrite
-        if (next < tiles)
-          prefetch_tile<In, C>(image, width, height, tile_at<Order>(next, tiles_x, tiles_y), s_prefetch, tid);
       }
 #pragma unroll
       for (int r = 0; r < Rows; ++r) {
-        Table incl[C];
-#pragma unroll
-        for (int c = 0; c < C; ++c) incl[c] = v[r][pixels_per_thread - 1][c];
-#pragma unroll
-        for (int dlt = 1; dlt < 32; dlt <<= 1) {
-#pragma unroll
-          for (int c = 0; c < C; ++c) {
-            const Table t = __shfl_up_sync(0xffffffffu, incl[c], dlt);
-            if (lane >= dlt) incl[c] += t;
-          }
-        }
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-          Table excl = __shfl_up_sync(0xffffffffu, incl[c], 1);
-          if (lane == 0) excl = Table(0);
-#pragma unroll
-          for (int p = 0; p < pixels_per_thread; ++p) v[r][p][c] += excl;
-          const Table total = __shfl_sync(0xffffffffu, incl[c], 31);
-          if (lane == 0) s_row_sum[warp * Rows + r][c] = total;
-        }
-      }
-#pragma unroll
-      for (int r = 1; r < Rows; ++r)
+        const int y = ti * TR + warp * Rows + r;
 #pragma unroll
         for (int p = 0; p < pixels_per_thread; ++p)
 #pragma unroll
-          for (int c = 0; c < C; ++c) v[r][p][c] += v[r - 1][p][c];
+          for (int c = 0; c < C; ++c) {
+            const bool inside = p < count && y < height;
+            const Table t = inside ? Table(raw[r][p * C + c]) - off[c] : Table(0);
+            v[r][p][c] = p == 0 ? t : v[r][p - 1][c] + t;
+          }
+      }
+    }
+    if (tid == 0) stamp(stamp_loaded);
+    // The thread's units have been read (v depends on them): refill them with the next tile.
+    if constexpr (Prefetch) {
+      if constexpr (units > 1) __syncwarp();  // every lane has read the slots the copies overwrite
+      if (next < tiles)
+        prefetch_tile<In, C>(image, width, height, tile_at<Order>(next, tiles_x, tiles_y), s_prefetch, tid);
+    }
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) {
+      Table incl[C];
+#pragma unroll
+      for (int c = 0; c < C; ++c) incl[c] = v[r][pixels_per_thread - 1][c];
+#pragma unroll
+      for (int dlt = 1; dlt < 32; dlt <<= 1) {
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          const Table t = __shfl_up_sync(0xffffffffu, incl[c], dlt);
+          if (lane >= dlt) incl[c] += t;
+        }
+      }
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        Table excl = __shfl_up_sync(0xffffffffu, incl[c], 1);
+        if (lane == 0) excl = Table(0);
+#pragma unroll
+        for (int p = 0; p < pixels_per_thread; ++p) v[r][p][c] += excl;
+        const Table total = __shfl_sync(0xffffffffu, incl[c], 31);
+        if (lane == 0) s_row_sum[warp * Rows + r][c] = total;
+      }
+    }
+#pragma unroll
+    for (int r = 1; r < Rows; ++r)
 #pragma unroll
       for (int p = 0; p < pixels_per_thread; ++p)
 #pragma unroll
-        for (int c = 0; c < C; ++c) s_warp_col[warp][p * C + c][lane] = v[Rows - 1][p][c];
-    }
+        for (int c = 0; c < C; ++c) v[r][p][c] += v[r - 1][p][c];
+#pragma unroll
+    for (int p = 0; p < pixels_per_thread; ++p)
+#pragma unroll
+      for (int c = 0; c < C; ++c) s_warp_col[warp][p * C + c][lane] = v[Rows - 1][p][c];
     __syncthreads();
     if (tid == 0) stamp(stamp_barrier1);
 
@@ -690,11 +567,11 @@ __global__ void __launch_bounds__(block_threads, MinBlocks > 0 ? MinBlocks : def
       if (has_row)
 #pragma unroll
         for (int c = 0; c < C; ++c) (tj == 0 ? d.row_inclusive : d.row_aggregate)[row_base + c] = sum[c];
-      publish_flag<Flags>(d.row_flag + tile, tj == 0 ? flag_inclusive : flag_aggregate, lane);
+      publish_flag(d.row_flag + tile, tj == 0 ? flag_inclusive : flag_aggregate, lane);
       if (lane == 0) stamp(stamp_rows_published);
       if (tj > 0) {
         const unsigned row_start = unsigned(ti * tiles_x);
-        look_back<Flags, Poll>(
+        look_back<Poll>(
             d.row_flag, tj, [&](int k) { return row_start + unsigned(tj - 1 - k); },
             [&](int k, unsigned f) {
               const Table* src = (f == flag_inclusive ? d.row_inclusive : d.row_aggregate) +
@@ -706,7 +583,7 @@ __global__ void __launch_bounds__(block_threads, MinBlocks > 0 ? MinBlocks : def
         if (has_row)
 #pragma unroll
           for (int c = 0; c < C; ++c) d.row_inclusive[row_base + c] = carry[c] + sum[c];
-        publish_flag<Flags>(d.row_flag + tile, flag_inclusive, lane);
+        publish_flag(d.row_flag + tile, flag_inclusive, lane);
       }
 #pragma unroll
       for (int dlt = 1; dlt < 32; dlt <<= 1) {
@@ -726,7 +603,7 @@ __global__ void __launch_bounds__(block_threads, MinBlocks > 0 ? MinBlocks : def
           s_carry_total[c] = carry[c];
           (ti == 0 ? d.corner_inclusive : d.corner_aggregate)[std::size_t(tile) * C + c] = carry[c];
         }
-        publish_flag_single<Flags>(d.corner_flag + tile, ti == 0 ? flag_inclusive : flag_aggregate);
+        publish_flag_single(d.corner_flag + tile, ti == 0 ? flag_inclusive : flag_aggregate);
       }
       if (lane == 0) stamp(stamp_rows_done);
     } else if (warp == 1) {
@@ -735,7 +612,7 @@ __global__ void __launch_bounds__(block_threads, MinBlocks > 0 ? MinBlocks : def
 #pragma unroll
       for (int c = 0; c < C; ++c) corner[c] = Table(0);
       if (ti > 0 && tj > 0) {
-        look_back<Flags, Poll>(
+        look_back<Poll>(
             d.corner_flag, ti, [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj); },
             [&](int k, unsigned f) {
               const Table* src = (f == flag_inclusive ? d.corner_inclusive : d.corner_aggregate) +
@@ -770,10 +647,10 @@ __global__ void __launch_bounds__(block_threads, MinBlocks > 0 ? MinBlocks : def
         (ti == 0 ? d.col_inclusive : d.col_aggregate)[col_base + c] = acc;
       }
       const unsigned my_flag = tile * col_groups + unsigned(g);
-      publish_flag<Flags>(d.col_flag + my_flag, ti == 0 ? flag_inclusive : flag_aggregate, lane);
+      publish_flag(d.col_flag + my_flag, ti == 0 ? flag_inclusive : flag_aggregate, lane);
       if (g == 0 && lane == 0) stamp(stamp_cols_published);
       if (ti > 0) {
-        look_back<Flags, Poll>(
+        look_back<Poll>(
             d.col_flag, ti,
             [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj) * col_groups + unsigned(g); },
             [&](int k, unsigned f) {
@@ -785,7 +662,7 @@ __global__ void __launch_bounds__(block_threads, MinBlocks > 0 ? MinBlocks : def
             });
 #pragma unroll
         for (int c = 0; c < C; ++c) d.col_inclusive[col_base + c] = carry[c] + col_sum[c];
-        publish_flag<Flags>(d.col_flag + my_flag, flag_inclusive, lane);
+        publish_flag(d.col_flag + my_flag, flag_inclusive, lane);
       }
 #pragma unroll
       for (int c = 0; c < C; ++c) s_col_carry[xp * C + c][xl] = carry[c];
@@ -796,7 +673,7 @@ __global__ void __launch_bounds__(block_threads, MinBlocks > 0 ? MinBlocks : def
     if (warp == 1 && lane == 0 && ti > 0) {
 #pragma unroll
       for (int c = 0; c < C; ++c) d.corner_inclusive[std::size_t(tile) * C + c] = s_corner[c] + s_carry_total[c];
-      publish_flag_single<Flags>(d.corner_flag + tile, flag_inclusive);
+      publish_flag_single(d.corner_flag + tile, flag_inclusive);
     }
 
     Table column_base[segment];
@@ -811,28 +688,14 @@ __global__ void __launch_bounds__(block_threads, MinBlocks > 0 ? MinBlocks : def
       const int ty = warp * Rows + r;
       const int y = ti * TR + ty;
       Table out[segment];
-      if constexpr (Recompute) {
-        // Phase 2: the same row prefixes again; column_base accumulates this warp's rows.
-        Table row[pixels_per_thread][C], total[C];
-        stage_row(r, row);
-        warp_row_prefix<Table, C>(row, total, lane);
 #pragma unroll
-        for (int p = 0; p < pixels_per_thread; ++p)
+      for (int p = 0; p < pixels_per_thread; ++p)
 #pragma unroll
-          for (int c = 0; c < C; ++c) {
-            column_base[p * C + c] += row[p][c];
-            out[p * C + c] = column_base[p * C + c] + s_carry_prefix[ty][c];
-          }
-      } else {
-#pragma unroll
-        for (int p = 0; p < pixels_per_thread; ++p)
-#pragma unroll
-          for (int c = 0; c < C; ++c) out[p * C + c] = v[r][p][c] + column_base[p * C + c] + s_carry_prefix[ty][c];
-      }
-      Table* row_out = table + (std::size_t(y) * std::size_t(width) + std::size_t(tj * tile_cols)) * C;
+        for (int c = 0; c < C; ++c) out[p * C + c] = v[r][p][c] + column_base[p * C + c] + s_carry_prefix[ty][c];
+      Table* row = table + (std::size_t(y) * std::size_t(width) + std::size_t(tj * tile_cols)) * C;
       if constexpr ((sizeof(Table) * segment) % 16 == 0) {
-        if (y < height && (tj + 1) * tile_cols <= width && reinterpret_cast<std::uintptr_t>(row_out) % 16 == 0) {
-          store_row_staged<Table, segment>(row_out, out, &s_warp_col[warp][0][0], lane);
+        if (y < height && (tj + 1) * tile_cols <= width && reinterpret_cast<std::uintptr_t>(row) % 16 == 0) {
+          store_row_staged<Table, segment>(row, out, &s_warp_col[warp][0][0], lane);
           continue;
         }
       }
@@ -849,7 +712,6 @@ __global__ void __launch_bounds__(block_threads, MinBlocks > 0 ? MinBlocks : def
     // warp's own (stage, column sums, prefetch slots) or read by the others only between the two
     // barriers.
     order = next;
-    buffer ^= 1;
   }
 }
 
