@@ -6,6 +6,7 @@
 #include <canopy/structures/binned_sah.hpp>
 #include <canopy/structures/bvh.hpp>
 #include <canopy/structures/bvh_queries.hpp>
+#include <canopy/structures/detail/bvh_query_kernels.hpp>
 #include <canopy/structures/scene.hpp>
 
 #include <algorithm>
@@ -604,6 +605,40 @@ TEST_P(BvhTest, OverlapPairsMatchBruteForce) {
       EXPECT_EQ(got, expected) << "n=" << n << " self=" << self;
     }
   }
+}
+
+// overlap_pairs once scanned its per-query counts in 32 bits: past 2^32 pairs the total wrapped,
+// `out` came out too short and the fill pass wrote past its end. 2^32 pairs take 32 GiB, so the
+// scan step is tested on its own, with counts a query can really have (up to 2^32 - 1) whose sum
+// passes 2^32 many times, over more than two tiles of the CUDA scan (4096 8-byte values a tile).
+TEST_P(BvhTest, OverlapOffsetsStayExactPastTwoToThe32) {
+  const std::uint64_t most_per_query = 0xffffffffull;
+  std::vector<std::uint64_t> counts(2 * 4096 + 3);
+  std::mt19937 rng(32);
+  for (std::uint64_t& c : counts) c = rng() % 3 == 0 ? most_per_query : std::uint64_t(rng());
+  counts.back() = 0;  // the slot that receives the total
+  std::vector<std::uint64_t> expected(counts.size());
+  std::uint64_t running = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) expected[i] = running, running += counts[i];
+  ASSERT_GT(running, std::uint64_t(1) << 40) << "the sums must pass 2^32 for the test to mean anything";
+  buffer<std::uint64_t> d = upload(counts);
+  EXPECT_EQ(detail::overlap_offsets_in_place(ctx(), d.view()), running);
+  const std::vector<std::uint64_t> got = d.to_host();
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (got[i] != expected[i] && bad++ < 3) ADD_FAILURE() << "offset " << i << ": " << got[i] << " != " << expected[i];
+  EXPECT_EQ(bad, 0u);
+}
+
+TEST(BvhOverlapOutput, LengthRefusesTotalsWhoseBytesSizeTCannotHold) {
+  EXPECT_EQ(detail::overlap_output_length(0), 0u);
+  EXPECT_EQ(detail::overlap_output_length(std::uint64_t(1) << 32), std::size_t(std::uint64_t(1) << 32));
+  const std::uint64_t most = std::numeric_limits<std::size_t>::max() / sizeof(overlap_pair);
+  EXPECT_EQ(detail::overlap_output_length(most), std::size_t(most));
+  expect_error<invalid_argument>([&] { detail::overlap_output_length(most + 1); },
+                                 {"canopy::overlap_pairs", "'out'", "do not fit in size_t"});
+  expect_error<invalid_argument>([&] { detail::overlap_output_length(~std::uint64_t(0)); },
+                                 {"canopy::overlap_pairs", "'out'"});
 }
 
 TEST_P(BvhTest, KnnMatchesBruteForce) {
