@@ -16,6 +16,7 @@
 // summarised: where a tile's time goes.
 #include <canopy/core/config.hpp>
 #include <canopy/structures/detail/sat_kernels.cuh>
+#include <canopy/structures/detail/sat_scratch.cuh>
 
 #include <cuda_runtime.h>
 
@@ -75,28 +76,14 @@ struct runner {
     const int tiles_x = (w + k::tile_cols - 1) / k::tile_cols;
     const int tiles_y = (h + TR - 1) / TR;
     const std::size_t tiles = std::size_t(tiles_x) * tiles_y;
-    const std::size_t flag_words = 1 + tiles * (2 + k::col_groups);
-    const std::size_t value_bytes = tiles * 2 * std::size_t(TR + k::tile_cols + 1) * C * sizeof(Table);
-    const std::size_t flag_bytes = ((flag_words * sizeof(unsigned) + 255) / 256) * 256;
-    if (flag_bytes + value_bytes > scratch_bytes) {
+    const auto layout = k::scratch_layout::of<Table, C>(tiles);
+    if (layout.total_bytes > scratch_bytes) {
       if (scratch) CK(cudaFree(scratch));
-      scratch_bytes = flag_bytes + value_bytes;
+      scratch_bytes = layout.total_bytes;
       CK(cudaMalloc(&scratch, scratch_bytes));
     }
-    CK(cudaMemsetAsync(scratch, 0, flag_words * sizeof(unsigned), s));
-    k::tile_descriptors<Table> d;
-    unsigned* flags = reinterpret_cast<unsigned*>(scratch);
-    d.counter = flags;
-    d.row_flag = flags + 1;
-    d.corner_flag = d.row_flag + tiles;
-    d.col_flag = d.corner_flag + tiles;
-    Table* values = reinterpret_cast<Table*>(scratch + flag_bytes);
-    d.row_aggregate = values;
-    d.row_inclusive = d.row_aggregate + tiles * TR * C;
-    d.col_aggregate = d.row_inclusive + tiles * TR * C;
-    d.col_inclusive = d.col_aggregate + tiles * k::tile_cols * C;
-    d.corner_aggregate = d.col_inclusive + tiles * k::tile_cols * C;
-    d.corner_inclusive = d.corner_aggregate + tiles * C;
+    CK(cudaMemsetAsync(scratch, 0, layout.zeroed_bytes, s));
+    k::tile_descriptors<Table> d = k::carve_descriptors<Table, C>(scratch, layout);
     d.stamps = st;
     auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure, Order>;
     const int dyn = Prefetch ? k::prefetch_bytes<In, C>() : 0;
