@@ -15,6 +15,27 @@ namespace canopy::detail {
 //! Odd value <= x (x >= 1).
 constexpr int merge_odd_floor(int x) { return x < 1 ? 1 : (x % 2 ? x : x - 1); }
 
+//! One launch configuration of merge sort (template arguments of merge_sort_cuda; the sweep in
+//! bench/tuning/merge_tuning.cu instantiates others):
+//!   SortThreads x Items   items per tile-sort block (the sorted runs the merge passes start from);
+//!   MergeThreads x Items  outputs per merge-pass block (SortThreads is a multiple of MergeThreads);
+//!   PartitionWays         probes per step of the split search (2: binary; merge_path_wide);
+//!   WarpStore             merge blocks store through store_blocked_by_warp (one barrier fewer);
+//!   MergeMinBlocks        __launch_bounds__ minimum of resident merge blocks per SM;
+//!   PdlBelowLog2          programmatic dependent launch of partition and merge kernels when
+//!                         n < 2^PdlBelowLog2 (0: never).
+template <int SortThreads, int MergeThreads, int Items, int PartitionWays, bool WarpStore, int MergeMinBlocks,
+          int PdlBelowLog2>
+struct merge_shape {
+  static constexpr int sort_threads = SortThreads;
+  static constexpr int merge_threads = MergeThreads;
+  static constexpr int items = Items;
+  static constexpr int partition_ways = PartitionWays;
+  static constexpr bool warp_store = WarpStore;
+  static constexpr int merge_min_blocks = MergeMinBlocks;
+  static constexpr int pdl_below_log2 = PdlBelowLog2;
+};
+
 //! Threads per block and items per thread of merge sort. Items stay odd so that blocked shared
 //! accesses at stride Items are free of bank conflicts (measured on H200, 2^26 u32 keys: 256 x 15
 //! takes 3.4 ms, 256 x 16 takes 5.9 ms); a tile (threads * items items of key + value) stays under
@@ -23,6 +44,7 @@ constexpr int merge_odd_floor(int x) { return x < 1 ? 1 : (x % 2 ? x : x - 1); }
 //! 512 x 23 = 11776 items: one merge pass fewer than 5888-item tiles at 2^26 (13 instead of 14) and
 //! 2^28 (15 instead of 16) for one more shared-memory merge round (measured 2^26: 3.146 -> 3.127 ms,
 //! 2^28: 13.16 -> 13.02 ms; docs/performance/merge_sort.md).
+//! PDL below 2^27 items: measured faster at 2^24 and 2^26 and 0.4-1.1% slower at 2^28 (H200).
 template <class Key, class Value, bool HasValues>
 struct merge_sort_tuning {
   static constexpr int bytes = int(sizeof(Key) + (HasValues ? sizeof(Value) : 0));
@@ -31,6 +53,15 @@ struct merge_sort_tuning {
                                : bytes <= 8  ? 11
                                              : merge_odd_floor(40960 / (threads * bytes) < 7 ? 40960 / (threads * bytes) : 7);
   static constexpr int sort_threads = bytes <= 4 ? 512 : threads;
+  static constexpr int partition_ways = 4;
+  static constexpr bool warp_store = true;
+  using shape = merge_shape<sort_threads, threads, items, partition_ways, warp_store, 1, 27>;
+};
+
+//! The default hook of merge_sort_cuda: nothing. A hook is called after every launch with the
+//! stage launched (0 tile sort, 1 partition, 2 merge pass); the tuning sweep records events there.
+struct merge_no_hook {
+  void operator()(int) const {}
 };
 
 //! Launches kernel<<<grid, block, 0, stream>>>(args...), with programmatic dependent launch
@@ -57,22 +88,23 @@ void merge_launch(bool pdl, void (*kernel)(Params...), unsigned grid, unsigned b
 //! Sorts n >= 2 items on ctx's stream: one tile-sort pass (SortThreads x Items items per tile), then
 //! ceil(log2(sorted tiles)) merge passes (MergeThreads x Items outputs per block; SortThreads is a
 //! multiple of MergeThreads, so no merge tile straddles two pairs of runs) ping-ponging with a
-//! temporary copy, arranged so that the last pass writes into keys/values.
+//! temporary copy, arranged so that the last pass writes into keys/values. Shape: a merge_shape.
 //!
 //! The partition and merge kernels are launched with programmatic dependent launch on sm_90+ below
-//! 2^27 items, where it measured faster (H200, u32 keys: 2^24 0.861 -> 0.830 ms, 2^26 3.127 ->
-//! 3.122 ms); at 2^28 it measured 0.4-1.1% slower in all four comparisons, so it stays off there.
-template <class Key, class Value, bool HasValues,
-          int SortThreads = merge_sort_tuning<Key, Value, HasValues>::sort_threads,
-          int MergeThreads = merge_sort_tuning<Key, Value, HasValues>::threads,
-          int Items = merge_sort_tuning<Key, Value, HasValues>::items, class Comp>
-void merge_sort_cuda(context& ctx, Key* keys, Value* values, std::size_t n, Comp comp) {
+//! 2^Shape::pdl_below_log2 items.
+template <class Key, class Value, bool HasValues, class Shape = typename merge_sort_tuning<Key, Value, HasValues>::shape,
+          class Comp, class Hook = merge_no_hook>
+void merge_sort_cuda(context& ctx, Key* keys, Value* values, std::size_t n, Comp comp, Hook hook = {}) {
+  constexpr int SortThreads = Shape::sort_threads;
+  constexpr int MergeThreads = Shape::merge_threads;
+  constexpr int Items = Shape::items;
   static_assert(SortThreads % MergeThreads == 0, "a sorted tile must be a whole number of merge tiles");
   constexpr std::size_t sort_tile = std::size_t(SortThreads) * Items;
   constexpr std::size_t tile = std::size_t(MergeThreads) * Items;
   const std::size_t sort_tiles = (n + sort_tile - 1) / sort_tile;
   const std::size_t tiles = (n + tile - 1) / tile;
-  const bool pdl = ctx.device().compute_capability_major >= 9 && n < (std::size_t(1) << 27);
+  const bool pdl = ctx.device().compute_capability_major >= 9 && Shape::pdl_below_log2 > 0 &&
+                   n < (std::size_t(1) << Shape::pdl_below_log2);
   int passes = 0;
   for (std::size_t w = sort_tile; w < n; w *= 2) ++passes;
   buffer<Key> tmp_k(ctx, passes ? n : 0);
@@ -87,15 +119,20 @@ void merge_sort_cuda(context& ctx, Key* keys, Value* values, std::size_t n, Comp
   merge_launch(false, merge_block_sort_kernel<Key, Value, HasValues, SortThreads, Items, Comp>, unsigned(sort_tiles),
                SortThreads, stream, "launch of canopy::merge_sort (tile sort)", static_cast<const Key*>(keys),
                static_cast<const Value*>(values), src_k, src_v, n, comp);
+  hook(0);
   for (std::size_t w = sort_tile; w < n; w *= 2) {
     const unsigned partition_blocks = unsigned((tiles + 1 + 255) / 256);
-    merge_launch(pdl, merge_partition_kernel<Key, Comp>, partition_blocks, 256, stream,
+    merge_launch(pdl, merge_partition_kernel<Key, Comp, Shape::partition_ways>, partition_blocks, 256, stream,
                  "launch of canopy::merge_sort (partition)", static_cast<const Key*>(src_k), n, w, tile, tiles,
                  splits.data(), comp);
-    merge_launch(pdl, merge_pass_kernel<Key, Value, HasValues, MergeThreads, Items, Comp>, unsigned(tiles),
-                 MergeThreads, stream, "launch of canopy::merge_sort (merge pass)", static_cast<const Key*>(src_k),
-                 static_cast<const Value*>(src_v), dst_k, dst_v, n, w, static_cast<const std::size_t*>(splits.data()),
-                 comp);
+    hook(1);
+    merge_launch(pdl,
+                 merge_pass_kernel<Key, Value, HasValues, MergeThreads, Items, Shape::warp_store,
+                                   Shape::merge_min_blocks, Comp>,
+                 unsigned(tiles), MergeThreads, stream, "launch of canopy::merge_sort (merge pass)",
+                 static_cast<const Key*>(src_k), static_cast<const Value*>(src_v), dst_k, dst_v, n, w,
+                 static_cast<const std::size_t*>(splits.data()), comp);
+    hook(2);
     std::swap(src_k, dst_k);
     std::swap(src_v, dst_v);
   }

@@ -37,6 +37,51 @@ __device__ __forceinline__ Index merge_path(const Key* a, Index a_len, const Key
   return lo;
 }
 
+//! merge_path for global memory: each step probes Ways - 1 evenly spaced diagonal positions whose
+//! loads are independent, so a search over L candidates waits for about log_Ways(L) dependent
+//! memory round trips instead of log2(L), for (Ways - 1) / log2(Ways) times the loads (the binary
+//! search takes over once fewer than Ways candidates remain). Same result as merge_path; with a
+//! comparator that is no strict weak order (NaN) it still returns a value in [lo, hi].
+template <int Ways, class Index, class Key, class Comp>
+__device__ __forceinline__ Index merge_path_wide(const Key* a, Index a_len, const Key* b, Index b_len, Index diag,
+                                                 Comp comp) {
+  Index lo = diag > b_len ? diag - b_len : Index(0);
+  Index hi = diag < a_len ? diag : a_len;
+  if constexpr (Ways > 2) {
+    while (hi - lo >= Index(Ways)) {
+      const Index step = (hi - lo) / Index(Ways);
+      Key ka[Ways - 1], kb[Ways - 1];
+#pragma unroll
+      for (int i = 0; i < Ways - 1; ++i) {
+        const Index m = lo + Index(i + 1) * step;
+        ka[i] = a[m];
+        kb[i] = b[diag - 1 - m];
+      }
+      // The answer is the first candidate m where comp(b[diag - 1 - m], a[m]) holds: it lies after
+      // every probe before the first that holds, and at or before that one. Probes past the first
+      // that holds are ignored, so the new range is never empty and always shrinks.
+      Index new_lo = lo, new_hi = hi;
+      bool found = false;
+#pragma unroll
+      for (int i = 0; i < Ways - 1; ++i) {
+        const Index m = lo + Index(i + 1) * step;
+        const bool take = comp(kb[i], ka[i]);
+        if (!found && take) new_hi = m;
+        if (!found && !take) new_lo = m + 1;
+        found = found || take;
+      }
+      lo = new_lo;
+      hi = new_hi;
+    }
+  }
+  while (lo < hi) {
+    const Index mid = (lo + hi) >> 1;
+    if (comp(b[diag - 1 - mid], a[mid])) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
 //! Programmatic dependent launch (sm_90): lets the next kernel of the stream be scheduled while
 //! this one finishes its last blocks, and makes this kernel wait for the previous one before it
 //! touches memory. No-ops on older devices and for kernels launched without the attribute.
@@ -160,6 +205,28 @@ __device__ __forceinline__ void store_blocked(T* g, int count, T* s, int lane, c
   }
 }
 
+//! Stores a block's blocked register items (thread t holds items [t*I, t*I + I), count <= Threads*I)
+//! to global memory coalesced, through shared memory: each warp writes its 32*I items to its own
+//! part of `s` (blocked, stride I: no bank conflicts), and after a warp barrier stores them striped,
+//! 32 consecutive items per instruction. One block barrier first (every thread may still be reading
+//! `s`), none after: the block-striped store_blocked needs two.
+template <class T, int Threads, int I>
+__device__ __forceinline__ void store_blocked_by_warp(T* g, int count, T* s, const T (&r)[I]) {
+  __syncthreads();
+  const int base = int(threadIdx.x) * I;
+#pragma unroll
+  for (int i = 0; i < I; ++i)
+    if (base + i < count) s[base + i] = r[i];
+  __syncwarp();
+  const int warp_base = int(threadIdx.x & ~31u) * I;
+  const int lane = int(threadIdx.x & 31u);
+#pragma unroll
+  for (int i = 0; i < I; ++i) {
+    const int j = warp_base + lane + i * 32;
+    if (j < count) g[j] = s[j];
+  }
+}
+
 //! Sorts the group's `count` blocked register items (count <= G*I), stably; the result is blocked
 //! in registers. sk/sv: the group's shared arrays of G*I items. All G threads must call it.
 template <class Key, class Value, bool HasValues, int G, int I, class Comp, class Sync>
@@ -231,17 +298,19 @@ __global__ void __launch_bounds__(Threads) merge_block_sort_kernel(const Key* in
 
 //! For merge pass `width` (runs [j*2w, j*2w+w) and [j*2w+w, j*2w+2w) are merged), the number of
 //! items taken from the first run of its pair before output position p, as an absolute index.
-template <class Key, class Comp>
+//! Ways > 2 searches with merge_path_wide.
+template <class Key, class Comp, int Ways = 2>
 __device__ __forceinline__ std::size_t merge_split_at(const Key* in, std::size_t n, std::size_t width,
                                                       std::size_t pair_start, std::size_t p, Comp comp) {
   const std::size_t a_end = pair_start + width < n ? pair_start + width : n;
   const std::size_t b_end = pair_start + 2 * width < n ? pair_start + 2 * width : n;
-  return pair_start + merge_path<std::size_t>(in + pair_start, a_end - pair_start, in + a_end, b_end - a_end,
-                                              p - pair_start, comp);
+  return pair_start + merge_path_wide<Ways, std::size_t>(in + pair_start, a_end - pair_start, in + a_end,
+                                                         b_end - a_end, p - pair_start, comp);
 }
 
-//! splits[j] = merge_split_at(position min(j*tile, n)) for j in [0, tiles].
-template <class Key, class Comp>
+//! splits[j] = merge_split_at(position min(j*tile, n)) for j in [0, tiles]; one thread per split,
+//! searching Ways-ary (merge_path_wide).
+template <class Key, class Comp, int Ways = 2>
 __global__ void merge_partition_kernel(const Key* in, std::size_t n, std::size_t width, std::size_t tile,
                                        std::size_t tiles, std::size_t* splits, Comp comp) {
   merge_pdl_trigger_and_wait();
@@ -251,12 +320,13 @@ __global__ void merge_partition_kernel(const Key* in, std::size_t n, std::size_t
   // At a pair boundary this is the split of the pair that starts there (0 items); the merge
   // kernel takes the end of the previous pair from the run lengths instead.
   const std::size_t pair_start = p / (2 * width) * (2 * width);
-  splits[j] = merge_split_at(in, n, width, pair_start, p, comp);
+  splits[j] = merge_split_at<Key, Comp, Ways>(in, n, width, pair_start, p, comp);
 }
 
 //! Merges output tile [p0, p1) of a merge pass (both ends inside one pair of runs) given the
-//! absolute split a0, a1 into the pair's first run at p0 and p1.
-template <class Key, class Value, bool HasValues, int Threads, int Items, class Comp>
+//! absolute split a0, a1 into the pair's first run at p0 and p1. WarpStore: the merged tile goes out
+//! through store_blocked_by_warp (one block barrier fewer) instead of store_blocked.
+template <class Key, class Value, bool HasValues, int Threads, int Items, bool WarpStore = false, class Comp>
 __device__ __forceinline__ void merge_tile(const Key* in_k, const Value* in_v, Key* out_k, Value* out_v,
                                            std::size_t n, std::size_t width, std::size_t p0, std::size_t p1,
                                            std::size_t a0, std::size_t a1,
@@ -311,13 +381,19 @@ __device__ __forceinline__ void merge_tile(const Key* in_k, const Value* in_v, K
     for (int i = 0; i < Items; ++i)
       if (start + i < count) v[i] = s.values[idx[i]];
   }
-  store_blocked<Key, Threads, Items>(out_k + p0, count, s.keys, threadIdx.x, k, sync);
-  if constexpr (HasValues) store_blocked<Value, Threads, Items>(out_v + p0, count, s.values, threadIdx.x, v, sync);
+  if constexpr (WarpStore) {
+    store_blocked_by_warp<Key, Threads, Items>(out_k + p0, count, s.keys, k);
+    if constexpr (HasValues) store_blocked_by_warp<Value, Threads, Items>(out_v + p0, count, s.values, v);
+  } else {
+    store_blocked<Key, Threads, Items>(out_k + p0, count, s.keys, threadIdx.x, k, sync);
+    if constexpr (HasValues) store_blocked<Value, Threads, Items>(out_v + p0, count, s.values, threadIdx.x, v, sync);
+  }
 }
 
 //! One device-wide merge pass: block j writes output tile j using splits[j], splits[j + 1].
-template <class Key, class Value, bool HasValues, int Threads, int Items, class Comp>
-__global__ void __launch_bounds__(Threads) merge_pass_kernel(const Key* in_k, const Value* in_v, Key* out_k,
+//! MinBlocks: resident blocks per SM asked of the register allocator (__launch_bounds__).
+template <class Key, class Value, bool HasValues, int Threads, int Items, bool WarpStore, int MinBlocks, class Comp>
+__global__ void __launch_bounds__(Threads, MinBlocks) merge_pass_kernel(const Key* in_k, const Value* in_v, Key* out_k,
                                                              Value* out_v, std::size_t n, std::size_t width,
                                                              const std::size_t* splits, Comp comp) {
   merge_pdl_trigger_and_wait();
@@ -331,7 +407,8 @@ __global__ void __launch_bounds__(Threads) merge_pass_kernel(const Key* in_k, co
   const std::size_t a0 = splits[blockIdx.x];
   // splits[j + 1] belongs to the next pair when this tile ends the pair.
   const std::size_t a1 = p1 == pair_end ? a_end : splits[blockIdx.x + 1];
-  merge_tile<Key, Value, HasValues, Threads, Items>(in_k, in_v, out_k, out_v, n, width, p0, p1, a0, a1, s, comp);
+  merge_tile<Key, Value, HasValues, Threads, Items, WarpStore>(in_k, in_v, out_k, out_v, n, width, p0, p1, a0, a1, s,
+                                                                comp);
 }
 
 }  // namespace canopy::detail
