@@ -55,7 +55,8 @@ struct merge_sort_tuning {
   static constexpr int sort_threads = bytes <= 4 ? 512 : threads;
   static constexpr int partition_ways = 4;
   static constexpr bool warp_store = true;
-  using shape = merge_shape<sort_threads, threads, items, partition_ways, warp_store, 1, 27>;
+  static constexpr int merge_min_blocks = bytes <= 4 ? 5 : 1;
+  using shape = merge_shape<sort_threads, threads, items, partition_ways, warp_store, merge_min_blocks, 27>;
 };
 
 //! The default hook of merge_sort_cuda: nothing. A hook is called after every launch with the
