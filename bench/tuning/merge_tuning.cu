@@ -6,12 +6,13 @@
 //   - per-kernel times of canopy's sort (events recorded between its launches) and of CUB's (its
 //     launches captured into a CUDA graph, then replayed one kernel at a time between events; the
 //     replay's output is checked against CUB's too);
-//   - the last merge pass in isolation: the partition kernel with 2/4/8-way searches, the merge
+//   - the last merge pass in isolation: the partition kernel with 2/4/8-way searches and through
+//     sample indexes of steps 128/256/512 (all checked against the binary search's splits), the merge
 //     kernel variants, the same pass with the merge left out (load pieces, store tile: data
 //     movement and barriers only, output not meaningful) and a device-to-device copy.
 // CUDA only.
 //
-//   canopy-merge-tuning [--sizes 26,28] [--runs 15] [--no-breakdown]
+//   canopy-merge-tuning [--sizes 24,26,28] [--runs 15] [--no-breakdown]
 #include <canopy/core/buffer.hpp>
 #include <canopy/core/context.hpp>
 #include <canopy/core/merge_sort.hpp>
@@ -259,6 +260,12 @@ void cub_breakdown(canopy::context& ctx, sort_case& c, void* temp, std::size_t b
   CANOPY_CUDA_CHECK(cudaGraphDestroy(g));
 }
 
+__global__ void take_samples(const K* in, std::size_t n, int log2_step, K* samples) {
+  for (std::size_t q = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; (q << log2_step) < n;
+       q += std::size_t(gridDim.x) * blockDim.x)
+    samples[q] = in[q << log2_step];
+}
+
 //! merge_pass_kernel with the merge left out: the same loads of the two pieces into shared memory,
 //! a blocked read-back, and the same store; output = the pieces unmerged (timing only).
 template <int Threads, int Items, bool WarpStore>
@@ -319,37 +326,63 @@ void last_pass(canopy::context& ctx, sort_case& c) {
   cudaStream_t s = ctx.stream();
   const unsigned pblocks = unsigned((tiles + 1 + 255) / 256);
   const auto none = [] {};
+  using canopy::detail::merge_partition_kernel;
+  // Sample indexes of the runs for steps 128, 256, 512 (what the tile sort and merge passes write).
+  canopy::buffer<K> smp7(ctx, (n >> 7) + 1), smp8(ctx, (n >> 8) + 1), smp9(ctx, (n >> 9) + 1);
+  take_samples<<<1024, 256, 0, s>>>(runs.data(), n, 7, smp7.data());
+  take_samples<<<1024, 256, 0, s>>>(runs.data(), n, 8, smp8.data());
+  take_samples<<<1024, 256, 0, s>>>(runs.data(), n, 9, smp9.data());
+  CANOPY_CUDA_CHECK(cudaGetLastError());
+  const K* smp = nullptr;
   const auto part = [&](auto kernel) {
     return median_ms(ctx, none, [&] {
-      kernel<<<pblocks, 256, 0, s>>>(runs.data(), n, w, std::size_t(tile), tiles, splits.data(), user_less_u32{});
+      kernel<<<pblocks, 256, 0, s>>>(runs.data(), n, w, std::size_t(tile), tiles, splits.data(), smp, user_less_u32{});
     });
   };
-  using canopy::detail::merge_partition_kernel;
-  const double p2 = part(merge_partition_kernel<K, user_less_u32, 2>);
-  const double p4 = part(merge_partition_kernel<K, user_less_u32, 4>);
-  const double p8 = part(merge_partition_kernel<K, user_less_u32, 8>);
-  // splits now hold the 8-way search's result; all three searches must agree.
-  std::vector<std::size_t> s8 = splits.to_host();
-  merge_partition_kernel<K, user_less_u32, 2><<<pblocks, 256, 0, s>>>(runs.data(), n, w, std::size_t(tile), tiles,
-                                                                      splits.data(), user_less_u32{});
-  const bool same = splits.to_host() == s8;
+  // Every search must give the binary search's splits.
+  bool same = true;
+  std::vector<std::size_t> want;
+  const auto check = [&] {
+    if (want.empty()) want = splits.to_host();
+    else if (splits.to_host() != want) same = false;
+  };
+  const double p2 = part(merge_partition_kernel<K, user_less_u32, 2, 0>);
+  check();
+  const double p4 = part(merge_partition_kernel<K, user_less_u32, 4, 0>);
+  check();
+  const double p8 = part(merge_partition_kernel<K, user_less_u32, 8, 0>);
+  check();
+  smp = smp7.data();
+  const double ps7 = part(merge_partition_kernel<K, user_less_u32, 2, 7>);
+  check();
+  smp = smp8.data();
+  const double ps8 = part(merge_partition_kernel<K, user_less_u32, 2, 8>);
+  check();
+  const double ps8w4 = part(merge_partition_kernel<K, user_less_u32, 4, 8>);
+  check();
+  smp = smp9.data();
+  const double ps9 = part(merge_partition_kernel<K, user_less_u32, 2, 9>);
+  check();
   if (!same) g_failed = true;
+  std::printf("last pass n=2^%d: partition with sample index: step 128 %.4f, 256 %.4f (4-way in window %.4f), 512 "
+              "%.4f ms (vs binary %.4f ms)\n",
+              c.lg, ps7, ps8, ps8w4, ps9, p2);
   const auto merge = [&](auto kernel) {
     const double ms = median_ms(ctx, none, [&] {
       kernel<<<unsigned(tiles), threads, 0, s>>>(runs.data(), static_cast<const merge_no_value*>(nullptr), out.data(),
                                                  static_cast<merge_no_value*>(nullptr), n, w, splits.data(),
-                                                 user_less_u32{});
+                                                 static_cast<K*>(nullptr), user_less_u32{});
     });
     return ms;
   };
   using canopy::detail::merge_pass_kernel;
-  const double m_base = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, false, 1, user_less_u32>);
+  const double m_base = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, false, 1, 0, user_less_u32>);
   const std::size_t bad = mismatches(ctx, out.data(), c.ref.data(), n);
   if (bad) g_failed = true;
-  const double m_ws = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, true, 1, user_less_u32>);
-  const double m_ws5 = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, true, 5, user_less_u32>);
-  const double m_ws6 = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, true, 6, user_less_u32>);
-  const double m_6 = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, false, 6, user_less_u32>);
+  const double m_ws = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, true, 1, 0, user_less_u32>);
+  const double m_ws5 = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, true, 5, 0, user_less_u32>);
+  const double m_ws6 = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, true, 6, 0, user_less_u32>);
+  const double m_6 = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, false, 6, 0, user_less_u32>);
   const auto nomerge = [&](auto kernel) {
     return median_ms(ctx, none, [&] { kernel<<<unsigned(tiles), threads, 0, s>>>(runs.data(), out.data(), n, w, splits.data()); });
   };
@@ -386,24 +419,21 @@ void sweep(canopy::context& ctx, int lg, bool with_breakdown) {
   sort_case c{ctx, lg, n, pristine, keys, ref, cub_ms, copy_ms};
 
   using shipped = canopy::detail::merge_sort_tuning<K, merge_no_value, false>::shape;
+  using earlier = merge_shape<512, 256, 23, 2, false, 1, 27, 0>;  // the default before this sweep
   c.run<shipped>("default (merge_sort_tuning)");
-  c.run<merge_shape<512, 256, 23, 2, false, 1, 27>>("earlier default: 2-way split, block store");
-  c.run<merge_shape<512, 256, 23, 4, false, 1, 27>>("4-way split");
-  c.run<merge_shape<512, 256, 23, 8, false, 1, 27>>("8-way split");
-  c.run<merge_shape<512, 256, 23, 2, true, 1, 27>>("warp store");
-  c.run<merge_shape<512, 256, 23, 2, true, 5, 27>>("warp store, minblocks 5");
-  c.run<merge_shape<512, 256, 23, 4, true, 1, 27>>("4-way, warp store");
-  c.run<merge_shape<512, 256, 23, 4, true, 5, 27>>("4-way, warp store, minblocks 5");
-  c.run<merge_shape<512, 256, 23, 4, true, 6, 27>>("4-way, warp store, minblocks 6");
-  c.run<merge_shape<512, 256, 23, 4, false, 6, 27>>("4-way, block store, minblocks 6");
-  c.run<merge_shape<512, 256, 23, 8, true, 5, 27>>("8-way, warp store, minblocks 5");
-  c.run<merge_shape<512, 512, 23, 4, true, 1, 27>>("4-way, warp store, 512-thread merge blocks");
-  c.run<merge_shape<512, 256, 23, 4, true, 5, 31>>("4-way, warp store, minblocks 5, PDL always");
-  c.run<merge_shape<512, 256, 23, 4, true, 5, 0>>("4-way, warp store, minblocks 5, PDL never");
+  c.run<earlier>("earlier default: binary split, block store");
+  c.run<merge_shape<512, 256, 23, 2, true, 5, 27, 0>>("warp store, minblocks 5, PDL < 2^27");
+  c.run<merge_shape<512, 256, 23, 2, true, 5, 0, 0>>("warp store, minblocks 5, PDL never");
+  c.run<merge_shape<512, 256, 23, 2, true, 5, 0, 8>>("+ samples 256, PDL never");
+  c.run<merge_shape<512, 256, 23, 2, true, 5, 31, 8>>("+ samples 256, PDL always");
+  c.run<merge_shape<512, 256, 23, 2, true, 5, 25, 7>>("+ samples 128, PDL < 2^25");
+  c.run<merge_shape<512, 256, 23, 2, true, 5, 25, 9>>("+ samples 512, PDL < 2^25");
+  c.run<merge_shape<512, 256, 23, 4, true, 5, 25, 8>>("+ samples 256, 4-way in window, PDL < 2^25");
+  c.run<merge_shape<512, 256, 23, 2, false, 1, 25, 8>>("samples 256, block store, PDL < 2^25");
   c.run<shipped>("default again (drift check)");
-  c.run<merge_shape<512, 256, 23, 2, false, 1, 27>>("earlier default again (drift check)");
+  c.run<earlier>("earlier default again (drift check)");
   if (!with_breakdown) return;
-  c.breakdown<merge_shape<512, 256, 23, 2, false, 1, 27>>("earlier default");
+  c.breakdown<earlier>("earlier default");
   c.breakdown<shipped>("default");
   cub_breakdown(ctx, c, temp.data(), bytes);
   last_pass(ctx, c);
@@ -422,7 +452,7 @@ std::vector<int> parse_sizes(const char* s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<int> sizes{26, 28};
+  std::vector<int> sizes{24, 26, 28};
   bool with_breakdown = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -430,7 +460,7 @@ int main(int argc, char** argv) {
     else if (a == "--runs" && i + 1 < argc) g_runs = std::max(1, std::atoi(argv[++i]));
     else if (a == "--no-breakdown") with_breakdown = false;
     else {
-      std::fprintf(stderr, "usage: canopy-merge-tuning [--sizes 26,28] [--runs 15] [--no-breakdown]\n");
+      std::fprintf(stderr, "usage: canopy-merge-tuning [--sizes 24,26,28] [--runs 15] [--no-breakdown]\n");
       return 2;
     }
   }

@@ -23,9 +23,12 @@ constexpr int merge_odd_floor(int x) { return x < 1 ? 1 : (x % 2 ? x : x - 1); }
 //!   WarpStore             merge blocks store through store_blocked_by_warp (one barrier fewer);
 //!   MergeMinBlocks        __launch_bounds__ minimum of resident merge blocks per SM;
 //!   PdlBelowLog2          programmatic dependent launch of partition and merge kernels when
-//!                         n < 2^PdlBelowLog2 (0: never).
+//!                         n < 2^PdlBelowLog2 (0: never);
+//!   SampleLog2            > 0: the tile sort and every merge pass also write every 2^SampleLog2-th
+//!                         output key to a sample index, which the next partition searches first
+//!                         (merge_split_sampled); 2^SampleLog2 must divide the sorted tile.
 template <int SortThreads, int MergeThreads, int Items, int PartitionWays, bool WarpStore, int MergeMinBlocks,
-          int PdlBelowLog2>
+          int PdlBelowLog2, int SampleLog2 = 0>
 struct merge_shape {
   static constexpr int sort_threads = SortThreads;
   static constexpr int merge_threads = MergeThreads;
@@ -34,6 +37,7 @@ struct merge_shape {
   static constexpr bool warp_store = WarpStore;
   static constexpr int merge_min_blocks = MergeMinBlocks;
   static constexpr int pdl_below_log2 = PdlBelowLog2;
+  static constexpr int sample_log2 = SampleLog2;
 };
 
 //! Threads per block and items per thread of merge sort. Items stay odd so that blocked shared
@@ -53,10 +57,13 @@ struct merge_sort_tuning {
                                : bytes <= 8  ? 11
                                              : merge_odd_floor(40960 / (threads * bytes) < 7 ? 40960 / (threads * bytes) : 7);
   static constexpr int sort_threads = bytes <= 4 ? 512 : threads;
-  static constexpr int partition_ways = 4;
+  static constexpr int partition_ways = 2;
   static constexpr bool warp_store = true;
   static constexpr int merge_min_blocks = bytes <= 4 ? 5 : 1;
-  using shape = merge_shape<sort_threads, threads, items, partition_ways, warp_store, merge_min_blocks, 27>;
+  static constexpr int pdl_below_log2 = 25;
+  static constexpr int sample_log2 = 8;
+  using shape = merge_shape<sort_threads, threads, items, partition_ways, warp_store, merge_min_blocks, pdl_below_log2,
+                            sample_log2>;
 };
 
 //! The default hook of merge_sort_cuda: nothing. A hook is called after every launch with the
@@ -102,6 +109,9 @@ void merge_sort_cuda(context& ctx, Key* keys, Value* values, std::size_t n, Comp
   static_assert(SortThreads % MergeThreads == 0, "a sorted tile must be a whole number of merge tiles");
   constexpr std::size_t sort_tile = std::size_t(SortThreads) * Items;
   constexpr std::size_t tile = std::size_t(MergeThreads) * Items;
+  constexpr int SampleLog2 = Shape::sample_log2;
+  static_assert(SampleLog2 == 0 || sort_tile % (std::size_t(1) << SampleLog2) == 0,
+                "the sample step must divide the sorted tile (so every run starts on a sample)");
   const std::size_t sort_tiles = (n + sort_tile - 1) / sort_tile;
   const std::size_t tiles = (n + tile - 1) / tile;
   const bool pdl = ctx.device().compute_capability_major >= 9 && Shape::pdl_below_log2 > 0 &&
@@ -111,28 +121,36 @@ void merge_sort_cuda(context& ctx, Key* keys, Value* values, std::size_t n, Comp
   buffer<Key> tmp_k(ctx, passes ? n : 0);
   buffer<Value> tmp_v(ctx, HasValues && passes ? n : 0);
   buffer<std::size_t> splits(ctx, passes ? tiles + 1 : 0);
+  buffer<Key> samples(ctx, passes && SampleLog2 ? (n >> SampleLog2) + 1 : 0);
   Key* src_k = (passes % 2) ? tmp_k.data() : keys;
   Value* src_v = (passes % 2) ? tmp_v.data() : values;
   Key* dst_k = (passes % 2) ? keys : tmp_k.data();
   Value* dst_v = (passes % 2) ? values : tmp_v.data();
   cudaStream_t stream = ctx.stream();
   // The tile sort follows the caller's work, which need not signal a dependent launch: plain launch.
-  merge_launch(false, merge_block_sort_kernel<Key, Value, HasValues, SortThreads, Items, Comp>, unsigned(sort_tiles),
-               SortThreads, stream, "launch of canopy::merge_sort (tile sort)", static_cast<const Key*>(keys),
-               static_cast<const Value*>(values), src_k, src_v, n, comp);
+  // The sample index is only written when a merge pass will read it.
+  Key* sample_ptr = samples.data();
+  if (passes)
+    merge_launch(false, merge_block_sort_kernel<Key, Value, HasValues, SortThreads, Items, SampleLog2, Comp>,
+                 unsigned(sort_tiles), SortThreads, stream, "launch of canopy::merge_sort (tile sort)",
+                 static_cast<const Key*>(keys), static_cast<const Value*>(values), src_k, src_v, n, sample_ptr, comp);
+  else
+    merge_launch(false, merge_block_sort_kernel<Key, Value, HasValues, SortThreads, Items, 0, Comp>,
+                 unsigned(sort_tiles), SortThreads, stream, "launch of canopy::merge_sort (tile sort)",
+                 static_cast<const Key*>(keys), static_cast<const Value*>(values), src_k, src_v, n, sample_ptr, comp);
   hook(0);
   for (std::size_t w = sort_tile; w < n; w *= 2) {
     const unsigned partition_blocks = unsigned((tiles + 1 + 255) / 256);
-    merge_launch(pdl, merge_partition_kernel<Key, Comp, Shape::partition_ways>, partition_blocks, 256, stream,
-                 "launch of canopy::merge_sort (partition)", static_cast<const Key*>(src_k), n, w, tile, tiles,
-                 splits.data(), comp);
+    merge_launch(pdl, merge_partition_kernel<Key, Comp, Shape::partition_ways, SampleLog2>, partition_blocks, 256,
+                 stream, "launch of canopy::merge_sort (partition)", static_cast<const Key*>(src_k), n, w, tile, tiles,
+                 splits.data(), static_cast<const Key*>(sample_ptr), comp);
     hook(1);
     merge_launch(pdl,
                  merge_pass_kernel<Key, Value, HasValues, MergeThreads, Items, Shape::warp_store,
-                                   Shape::merge_min_blocks, Comp>,
+                                   Shape::merge_min_blocks, SampleLog2, Comp>,
                  unsigned(tiles), MergeThreads, stream, "launch of canopy::merge_sort (merge pass)",
                  static_cast<const Key*>(src_k), static_cast<const Value*>(src_v), dst_k, dst_v, n, w,
-                 static_cast<const std::size_t*>(splits.data()), comp);
+                 static_cast<const std::size_t*>(splits.data()), sample_ptr, comp);
     hook(2);
     std::swap(src_k, dst_k);
     std::swap(src_v, dst_v);
