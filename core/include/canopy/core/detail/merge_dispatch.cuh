@@ -21,7 +21,8 @@ constexpr int merge_odd_floor(int x) { return x < 1 ? 1 : (x % 2 ? x : x - 1); }
 //!   MergeThreads x Items  outputs per merge-pass block (SortThreads is a multiple of MergeThreads);
 //!   PartitionWays         probes per step of the split search (2: binary; merge_path_wide);
 //!   WarpStore             merge blocks store through store_blocked_by_warp (one barrier fewer);
-//!   MergeMinBlocks        __launch_bounds__ minimum of resident merge blocks per SM;
+//!   MergeMinBlocks        __launch_bounds__ minimum of resident merge blocks per SM (0: none given;
+//!                         an explicit 1 lets ptxas use more registers: 56 instead of 48 for u32 keys);
 //!   PdlBelowLog2          programmatic dependent launch of partition and merge kernels when
 //!                         n < 2^PdlBelowLog2 (0: never);
 //!   SampleLog2            > 0: the tile sort and every merge pass also write every 2^SampleLog2-th
@@ -48,7 +49,17 @@ struct merge_shape {
 //! 512 x 23 = 11776 items: one merge pass fewer than 5888-item tiles at 2^26 (13 instead of 14) and
 //! 2^28 (15 instead of 16) for one more shared-memory merge round (measured 2^26: 3.146 -> 3.127 ms,
 //! 2^28: 13.16 -> 13.02 ms; docs/performance/merge_sort.md).
-//! PDL below 2^27 items: measured faster at 2^24 and 2^26 and 0.4-1.1% slower at 2^28 (H200).
+//! Measured on H100 with u32 keys (docs/performance/merge_sort.md, runs 6-7; ms at 2^26 / 2^28):
+//! - split search: binary through the sample index of every 256th key (sample_log2 = 8): 3.5122 /
+//!   14.8464 against 3.5340 / 14.9126 without it; 4-way searches lost with and without the index
+//!   (the partition is bound by scattered DRAM reads, not by their depth);
+//! - merge blocks need 48 registers (5 blocks per SM): the warp store under __launch_bounds__(256,
+//!   5) 3.5477 / 14.9096; the block store under an explicit minimum of 1 (56 registers) 3.6348 /
+//!   15.2403, the warp store alone (56 registers) 3.6347 / 15.3801. The store path itself is
+//!   worth nothing measurable (last pass alone: 0.1885 ms warp store at 48 registers, 0.1888 ms
+//!   block store at 40); the block store without a minimum compiles to 48 registers as before;
+//! - PDL below 2^27: with the final kernels PDL was faster at 2^24 (0.9067 vs 0.9327) and 2^26
+//!   (3.4947 vs 3.5122) and slower at 2^28 (14.8749 vs 14.8464).
 template <class Key, class Value, bool HasValues>
 struct merge_sort_tuning {
   static constexpr int bytes = int(sizeof(Key) + (HasValues ? sizeof(Value) : 0));
@@ -57,10 +68,12 @@ struct merge_sort_tuning {
                                : bytes <= 8  ? 11
                                              : merge_odd_floor(40960 / (threads * bytes) < 7 ? 40960 / (threads * bytes) : 7);
   static constexpr int sort_threads = bytes <= 4 ? 512 : threads;
+  // Measured with keys-only u32 only. Other types run the same kernels as in the GPU tests of run
+  // 7 (warp store and sample index, minimum of 1 block: 48 registers for u32 pairs), not yet timed.
   static constexpr int partition_ways = 2;
   static constexpr bool warp_store = true;
   static constexpr int merge_min_blocks = bytes <= 4 ? 5 : 1;
-  static constexpr int pdl_below_log2 = 25;
+  static constexpr int pdl_below_log2 = 27;
   static constexpr int sample_log2 = 8;
   using shape = merge_shape<sort_threads, threads, items, partition_ways, warp_store, merge_min_blocks, pdl_below_log2,
                             sample_log2>;

@@ -463,7 +463,8 @@ __device__ __forceinline__ void merge_tile(const Key* in_k, const Value* in_v, K
 }
 
 //! One device-wide merge pass: block j writes output tile j using splits[j], splits[j + 1].
-//! MinBlocks: resident blocks per SM asked of the register allocator (__launch_bounds__).
+//! MinBlocks: resident blocks per SM asked of the register allocator (__launch_bounds__; 0 gives
+//! none, as __launch_bounds__(Threads) alone).
 template <class Key, class Value, bool HasValues, int Threads, int Items, bool WarpStore, int MinBlocks, int SampleLog2,
           class Comp>
 __global__ void __launch_bounds__(Threads, MinBlocks) merge_pass_kernel(const Key* in_k, const Value* in_v, Key* out_k,
