@@ -2,8 +2,8 @@
 // build summed-area tables of it and blur it with SAT depth of field, show the result.
 //
 // Parts: scene (canopy::app::animated_scene drawn as several copies at different distances),
-// capture (colour + linear depth from the GL render target into canopy buffers: on CUDA through
-// pixel-pack buffers registered with CUDA, never through the host), depth of field
+// capture (colour + linear depth from the GL render target into canopy buffers, through pixel-pack
+// buffers shared with the context: app::interop_buffer; on CUDA never through the host), depth of field
 // (canopy::depth_of_field), view (final / raw / CoC map, uploaded with shared_image) and overlay.
 //
 //   canopy-dof [--backend host|cuda] [--focus M] [--f-number N] [--focal-length MM] [--kernel box|polygon]
@@ -24,11 +24,6 @@
 #include <canopy/core/for_each.hpp>
 #include <canopy/core/timer.hpp>
 #include <canopy/structures/dof.hpp>
-
-#if CANOPY_HAS_CUDA
-// glad's gl.h is already included, so this does not pull in GL/gl.h.
-#include <cuda_gl_interop.h>
-#endif
 
 #include <glm/gtc/matrix_transform.hpp>
 #include <imgui.h>
@@ -79,7 +74,8 @@ struct settings {
 constexpr std::array<std::array<float, 3>, 6> placements = {{
     {-1.2f, 3.0f, 0.9f}, {1.5f, 0.0f, 1.2f}, {-2.6f, -3.5f, 1.4f}, {3.2f, -6.5f, 1.7f}, {-4.0f, -10.0f, 2.0f}, {4.5f, -13.0f, 2.4f}}};
 
-//! GL rows are bottom first; canopy images top first. Also turns window depth into view depth.
+//! GL rows are bottom first; canopy images top first. Also turns window depth into view depth
+//! (+inf for the background: depth_of_field takes it as infinitely far).
 struct capture_pixels {
   const std::uint32_t* gl_colour;
   const float* gl_depth;
@@ -88,16 +84,11 @@ struct capture_pixels {
   int width, height;
   float near_plane, far_plane;
   float metres;  // per scene unit
-  bool flip;
   CANOPY_HD void operator()(std::size_t i) const {
     const int x = int(i % std::size_t(width)), y = int(i / std::size_t(width));
-    const std::size_t src = flip ? std::size_t(height - 1 - y) * std::size_t(width) + std::size_t(x) : i;
+    const std::size_t src = std::size_t(height - 1 - y) * std::size_t(width) + std::size_t(x);
     colour[i] = gl_colour[src] | 0xff000000u;
-    const float d = gl_depth[src];
-    // glm::perspective (GL clip space): z_ndc = 2d - 1, view depth = 2 n f / (f + n - z_ndc (f - n)).
-    const float z = 2.0f * d - 1.0f;
-    depth[i] = d >= 1.0f ? 0.0f /* background: infinitely far */
-                         : 2.0f * near_plane * far_plane / (far_plane + near_plane - z * (far_plane - near_plane)) * metres;
+    depth[i] = app::linear_depth(gl_depth[src], near_plane, far_plane) * metres;
   }
 };
 
@@ -121,58 +112,42 @@ struct coc_colours {
   }
 };
 
-//! Reads the render target's colour and depth into canopy buffers in the context's space.
+//! Reads the render target's colour and depth into canopy buffers in the context's space: GL
+//! writes them into two pixel-pack buffers (app::interop_buffer, kernels_read), one for_each flips
+//! and linearises them. On CUDA they never pass through the host.
 class capture_part {
  public:
-  capture_part(canopy::context& ctx, float metres_per_unit) : ctx_(&ctx), colour_(ctx, 0), depth_(ctx, 0), metres_(metres_per_unit) {}
-  ~capture_part() { release(); }
+  capture_part(canopy::context& ctx, float metres_per_unit)
+      : ctx_(&ctx), colour_(ctx, 0), depth_(ctx, 0), colour_pack_(ctx, app::interop_access::kernels_read),
+        depth_pack_(ctx, app::interop_access::kernels_read), metres_(metres_per_unit) {}
 
   void capture(const app::render_target& target, const app::camera& cam) {
     const int w = target.width(), h = target.height();
     const std::size_t n = std::size_t(w) * std::size_t(h);
     colour_.resize_discard(n);
     depth_.resize_discard(n);
-    if (ctx_->is_cuda()) {
-#if CANOPY_HAS_CUDA && defined(__CUDACC__)
-      if (n > capacity_) {
-        release();
-        colour_pbo_ = app::make_buffer(n * 4);
-        depth_pbo_ = app::make_buffer(n * 4);
-        CANOPY_CUDA_CHECK(cudaGraphicsGLRegisterBuffer(&resources_[0], colour_pbo_.get(), cudaGraphicsRegisterFlagsReadOnly));
-        CANOPY_CUDA_CHECK(cudaGraphicsGLRegisterBuffer(&resources_[1], depth_pbo_.get(), cudaGraphicsRegisterFlagsReadOnly));
-        capacity_ = n;
-      }
-      glBindFramebuffer(GL_READ_FRAMEBUFFER, target.framebuffer());
-      glPixelStorei(GL_PACK_ALIGNMENT, 4);
-      glBindBuffer(GL_PIXEL_PACK_BUFFER, colour_pbo_.get());
-      glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
-      glBindBuffer(GL_PIXEL_PACK_BUFFER, depth_pbo_.get());
-      glReadPixels(0, 0, w, h, GL_DEPTH_COMPONENT, GL_FLOAT, nullptr);
-      glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
-      app::gl_check("canopy-dof capture (glReadPixels into pack buffers)");
-      CANOPY_CUDA_CHECK(cudaGraphicsMapResources(2, resources_, ctx_->stream()));
-      void* pc = nullptr;
-      void* pd = nullptr;
-      std::size_t bytes = 0;
-      CANOPY_CUDA_CHECK(cudaGraphicsResourceGetMappedPointer(&pc, &bytes, resources_[0]));
-      CANOPY_CUDA_CHECK(cudaGraphicsResourceGetMappedPointer(&pd, &bytes, resources_[1]));
-      canopy::for_each(*ctx_, n,
-                       capture_pixels{static_cast<const std::uint32_t*>(pc), static_cast<const float*>(pd), colour_.data(),
-                                      depth_.data(), w, h, cam.near_plane(), cam.far_plane(), metres_, true});
-      CANOPY_CUDA_CHECK(cudaGraphicsUnmapResources(2, resources_, ctx_->stream()));
-#endif
-      return;
-    }
-    // Host backend: read back (synchronises with GL), rows already top first.
-    const std::vector<std::uint8_t> rgba = target.read_rgba();
-    const std::vector<float> window_depth = target.read_depth();
+    colour_pack_.reserve(n * sizeof(std::uint32_t));
+    depth_pack_.reserve(n * sizeof(float));
+    glBindFramebuffer(GL_READ_FRAMEBUFFER, target.framebuffer());
+    glPixelStorei(GL_PACK_ALIGNMENT, 4);
+    glBindBuffer(GL_PIXEL_PACK_BUFFER, colour_pack_.gl_name());
+    glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
+    glBindBuffer(GL_PIXEL_PACK_BUFFER, depth_pack_.gl_name());
+    glReadPixels(0, 0, w, h, GL_DEPTH_COMPONENT, GL_FLOAT, nullptr);
+    glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
+    app::gl_check("canopy-dof capture (glReadPixels into pack buffers)");
+    const auto* gl_colour = static_cast<const std::uint32_t*>(colour_pack_.map());
+    const auto* gl_depth = static_cast<const float*>(depth_pack_.map());
     canopy::for_each(*ctx_, n,
-                     capture_pixels{reinterpret_cast<const std::uint32_t*>(rgba.data()), window_depth.data(), colour_.data(),
-                                    depth_.data(), w, h, cam.near_plane(), cam.far_plane(), metres_, false});
+                     capture_pixels{gl_colour, gl_depth, colour_.data(), depth_.data(), w, h, cam.near_plane(),
+                                    cam.far_plane(), metres_});
+    depth_pack_.unmap(0);
+    colour_pack_.unmap(0);
   }
   canopy::span<const std::uint32_t> colour() const { return colour_.view(); }
   canopy::span<const float> depth() const { return depth_.view(); }
-  //! Linear depth of one pixel (x right, y down); synchronises. For click-to-focus only.
+  //! Linear depth of one pixel (x right, y down; +inf on the background); synchronises. For
+  //! click-to-focus only.
   float depth_at(int x, int y, int width) const {
     float d = 0;
     canopy::copy(*ctx_, depth_.view().subspan(std::size_t(y) * std::size_t(width) + std::size_t(x), 1),
@@ -182,25 +157,11 @@ class capture_part {
   }
 
  private:
-  void release() {
-#if CANOPY_HAS_CUDA
-    for (auto& r : resources_)
-      if (r) {
-        cudaGraphicsUnregisterResource(r);  // shutdown path: nothing to recover from a failure
-        r = nullptr;
-      }
-#endif
-    capacity_ = 0;
-  }
   canopy::context* ctx_;
   canopy::buffer<std::uint32_t> colour_;
   canopy::buffer<float> depth_;
+  app::interop_buffer colour_pack_, depth_pack_;
   float metres_;
-  app::gl_buffer colour_pbo_, depth_pbo_;
-  std::size_t capacity_ = 0;
-#if CANOPY_HAS_CUDA
-  cudaGraphicsResource_t resources_[2] = {nullptr, nullptr};
-#endif
 };
 
 void draw_controls(settings& s, const std::string& device) {
@@ -339,7 +300,7 @@ int main(int argc, char** argv) try {
       const int py = int(io.MousePos.y * float(h) / std::max(1.0f, io.DisplaySize.y));
       if (dx * dx + dy * dy < 9.0f && px >= 0 && py >= 0 && px < w && py < h) {
         const float d = capture.depth_at(px, py, w);
-        if (d > 0.0f) s.dof.lens.focus_distance_m = std::max(d, s.dof.lens.focal_length_mm * 2e-3f);
+        if (d > 0.0f && std::isfinite(d)) s.dof.lens.focus_distance_m = std::max(d, s.dof.lens.focal_length_mm * 2e-3f);
       }
     }
 

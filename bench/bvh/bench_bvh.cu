@@ -8,7 +8,10 @@
 // host binned-SAH cost of the same triangles, and closest-hit Mrays/s for 1920x1080 primary rays
 // and one diffuse bounce. Rows for the host backend follow for --host-scenes. Results are checked
 // in the same run: every tree's structure (via statistics), and a sample of primary rays against
-// brute force over all triangles.
+// brute force over all triangles. Exit status: 0 when every check passed, 1 on a failed check or
+// an error, 2 on a bad command line.
+#include "common/bench_common.hpp"
+
 #include <canopy/core/context.hpp>
 #include <canopy/core/timer.hpp>
 #include <canopy/structures/binned_sah.hpp>
@@ -45,38 +48,22 @@ struct settings {
   bool smoke = false;
 };
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
+// Throws canopy_bench::bad_flag for a malformed command line.
 settings parse(int argc, char** argv) {
   settings s;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "canopy-bench-bvh: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--backend") s.backend = next();
-    else if (a == "--scenes") s.scenes = split_list(next());
-    else if (a == "--host-scenes") s.host_scenes = split_list(next());
-    else if (a == "--repeat") s.repeat = std::max(1, std::atoi(next().c_str()));
-    else if (a == "--width") s.width = std::uint32_t(std::atoi(next().c_str()));
-    else if (a == "--height") s.height = std::uint32_t(std::atoi(next().c_str()));
-    else if (a == "--json") s.json = next();
-    else if (a == "--smoke") s.smoke = true;
-    else {
-      std::fprintf(stderr, "canopy-bench-bvh: unknown argument %s\n", a.c_str());
-      std::exit(2);
-    }
+  canopy_bench::command_line cl(argc, argv, "canopy-bench-bvh");
+  while (cl.next()) {
+    if (cl.is("--backend")) s.backend = cl.value();
+    else if (cl.is("--scenes")) s.scenes = canopy_bench::split_list(cl.value());
+    else if (cl.is("--host-scenes")) s.host_scenes = canopy_bench::split_list(cl.value());
+    else if (cl.is("--repeat")) s.repeat = cl.int_value(1);
+    else if (cl.is("--width")) s.width = std::uint32_t(cl.int_value(1, 16384));
+    else if (cl.is("--height")) s.height = std::uint32_t(cl.int_value(1, 16384));
+    else if (cl.is("--json")) s.json = cl.value();
+    else if (cl.is("--smoke")) s.smoke = true;
+    else cl.refuse_unknown();
   }
+  parse_backend_request(s.backend, "--backend");  // refused here, with the other flags
   if (s.smoke) {
     s.scenes = {"bunny"};
     s.host_scenes = {};
@@ -116,12 +103,6 @@ bench_scene make_scene(context& ctx, const std::string& name) {
   return s;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 struct variant {
   int leaves = 0, rounds = 0, gamma = 0;
   double build_ms = 0, optimize_ms = 0, sah = 0;
@@ -155,7 +136,7 @@ std::map<std::string, double> time_frames(context& ctx, int repeat, F&& fn) {
     for (const stage_time& st : t.stages) samples[st.name].push_back(t.stage_ms(st.name));
   }
   std::map<std::string, double> out;
-  for (auto& [k, v] : samples) out[k] = median(v);
+  for (auto& [k, v] : samples) out[k] = canopy_bench::median(v);
   return out;
 }
 
@@ -279,25 +260,27 @@ row run_scene(context& ctx, const settings& cfg, const std::string& name) {
 }
 
 std::string json_row(const row& r) {
+  using canopy_bench::json_escape;
+  const auto num = canopy_bench::json_number;
   std::ostringstream o;
-  o.precision(6);
-  o << "    {\"scene\": \"" << r.scene << "\", \"backend\": \"" << r.backend << "\", \"triangles\": " << r.triangles
-    << ",\n     \"build_ms\": {";
+  o << "    {\"scene\": \"" << json_escape(r.scene) << "\", \"backend\": \"" << json_escape(r.backend)
+    << "\", \"triangles\": " << r.triangles << ",\n     \"build_ms\": {";
   bool first = true;
-  for (const auto& [k, v] : r.stage_ms) o << (first ? "" : ", ") << "\"" << k << "\": " << v, first = false;
-  o << ", \"total\": " << r.build_ms << "},\n     \"build_ms_without_optimize_step\": " << r.build_plain_ms
-    << ", \"refit_ms\": " << r.refit_ms << ",\n     \"sah_cost\": " << r.sah << ", \"sah_cost_lbvh_plain\": " << r.sah_plain
-    << ", \"sah_cost_binned_sah_host\": " << r.sah_binned << ", \"sah_ratio_to_binned\": " << r.sah / r.sah_binned
-    << ", \"max_depth\": " << r.max_depth << ",\n     \"primary_mrays_per_s\": " << r.primary_mrays
-    << ", \"primary_hit_fraction\": " << r.primary_hit_fraction << ", \"diffuse_mrays_per_s\": " << r.diffuse_mrays
-    << ", \"diffuse_rays\": " << r.diffuse_rays << ", \"checked\": " << (r.checked ? "true" : "false")
-    << (r.check_note.empty() ? "" : ", \"check_note\": \"" + r.check_note + "\"");
+  for (const auto& [k, v] : r.stage_ms) o << (first ? "" : ", ") << "\"" << json_escape(k) << "\": " << num(v), first = false;
+  o << ", \"total\": " << num(r.build_ms) << "},\n     \"build_ms_without_optimize_step\": " << num(r.build_plain_ms)
+    << ", \"refit_ms\": " << num(r.refit_ms) << ",\n     \"sah_cost\": " << num(r.sah) << ", \"sah_cost_lbvh_plain\": "
+    << num(r.sah_plain) << ", \"sah_cost_binned_sah_host\": " << num(r.sah_binned)
+    << ", \"sah_ratio_to_binned\": " << num(r.sah / r.sah_binned) << ", \"max_depth\": " << r.max_depth
+    << ",\n     \"primary_mrays_per_s\": " << num(r.primary_mrays) << ", \"primary_hit_fraction\": "
+    << num(r.primary_hit_fraction) << ", \"diffuse_mrays_per_s\": " << num(r.diffuse_mrays)
+    << ", \"diffuse_rays\": " << num(r.diffuse_rays) << ", \"checked\": " << (r.checked ? "true" : "false")
+    << (r.check_note.empty() ? "" : ", \"check_note\": \"" + json_escape(r.check_note) + "\"");
   o << ",\n     \"treelet_variants\": [";
   for (std::size_t i = 0; i < r.variants.size(); ++i) {
     const variant& v = r.variants[i];
     o << (i ? ", " : "") << "{\"leaves\": " << v.leaves << ", \"rounds\": " << v.rounds << ", \"min_primitives\": " << v.gamma
-      << ", \"build_ms\": " << v.build_ms << ", \"optimize_ms\": " << v.optimize_ms << ", \"sah_cost\": " << v.sah
-      << ", \"sah_ratio_to_binned\": " << v.sah / r.sah_binned << "}";
+      << ", \"build_ms\": " << num(v.build_ms) << ", \"optimize_ms\": " << num(v.optimize_ms) << ", \"sah_cost\": "
+      << num(v.sah) << ", \"sah_ratio_to_binned\": " << num(v.sah / r.sah_binned) << "}";
   }
   o << "]}";
   return o.str();
@@ -320,8 +303,14 @@ void print_row(const row& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  settings cfg;
   try {
-    const settings cfg = parse(argc, argv);
+    cfg = parse(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return canopy_bench::exit_bad_command_line;
+  }
+  try {
     std::vector<row> rows;
     std::string device;
     {
@@ -344,11 +333,13 @@ int main(int argc, char** argv) {
     for (const row& r : rows) ok &= r.checked;
     if (!cfg.json.empty()) {
       std::ofstream f(cfg.json);
-      f << "{\n  \"primitive\": \"bvh\",\n  \"device\": \"" << device << "\",\n  \"sort_stage\": \""
+      f << "{\n  \"primitive\": \"bvh\",\n  \"commit\": \"" << canopy_bench::json_escape(canopy_bench::commit_id())
+        << "\",\n  \"device\": \"" << canopy_bench::json_escape(device) << "\",\n  \"sort_stage\": \""
         << "radix_sort_pairs" << "\",\n  \"image\": [" << cfg.width
         << ", " << cfg.height << "],\n  \"repeat\": " << cfg.repeat << ",\n  \"rows\": [\n";
       for (std::size_t i = 0; i < rows.size(); ++i) f << json_row(rows[i]) << (i + 1 < rows.size() ? ",\n" : "\n");
       f << "  ]\n}\n";
+      if (!f.flush()) throw error("canopy-bench-bvh: cannot write '" + cfg.json + "'");
       std::printf("wrote %s\n", cfg.json.c_str());
     }
     std::printf("canopy-bench-bvh: %s\n", ok ? "all checks passed" : "CHECKS FAILED");

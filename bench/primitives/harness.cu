@@ -1,13 +1,14 @@
 // bench/primitives/harness.cu — timing, copy bandwidth, the table and the JSON of canopy-bench.
 #include "harness.hpp"
 
+#include "common/bench_common.hpp"
+
 #include <canopy/core/for_each.hpp>
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -17,50 +18,12 @@
 namespace canopy_bench {
 
 namespace {
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
-#if CANOPY_HAS_CUDA
-struct event_pair {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  event_pair() {
-    CANOPY_CUDA_CHECK(cudaEventCreate(&start));
-    CANOPY_CUDA_CHECK(cudaEventCreate(&stop));
-  }
-  ~event_pair() {
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-  }
-  event_pair(const event_pair&) = delete;
-  event_pair& operator=(const event_pair&) = delete;
-};
-#endif
-
 struct copy_u64_fn {
   canopy::span<const std::uint64_t> src;
   canopy::span<std::uint64_t> dst;
   CANOPY_HD void operator()(std::size_t i) const { dst[i] = src[i]; }
 };
-
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += c;
-    else if (static_cast<unsigned char>(c) < 0x20) o += ' ';
-    else o += c;
-  }
-  return o;
-}
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
+}  // namespace
 
 std::string size_label(std::size_t n) {
   if (n >= 1024 && (n & (n - 1)) == 0) {
@@ -70,41 +33,9 @@ std::string size_label(std::size_t n) {
   }
   return std::to_string(n);
 }
-}  // namespace
 
 double env::time_ms(const std::function<void()>& restore, const std::function<void()>& body) {
-  const int runs = std::max(opts_.runs, 1);
-  std::vector<double> times;
-  times.reserve(runs);
-  for (int w = 0; w < opts_.warmup; ++w) {
-    if (restore) restore();
-    body();
-  }
-#if CANOPY_HAS_CUDA
-  if (ctx_.is_cuda()) {
-    ctx_.synchronize();
-    event_pair ev;
-    for (int r = 0; r < runs; ++r) {
-      if (restore) restore();
-      CANOPY_CUDA_CHECK(cudaEventRecord(ev.start, ctx_.stream()));
-      body();
-      CANOPY_CUDA_CHECK(cudaEventRecord(ev.stop, ctx_.stream()));
-      CANOPY_CUDA_CHECK(cudaEventSynchronize(ev.stop));
-      float ms = 0;
-      CANOPY_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.start, ev.stop));
-      times.push_back(ms);
-    }
-    return median(times);
-  }
-#endif
-  for (int r = 0; r < runs; ++r) {
-    if (restore) restore();
-    const auto t0 = std::chrono::steady_clock::now();
-    body();
-    const auto t1 = std::chrono::steady_clock::now();
-    times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-  }
-  return median(times);
+  return median_ms(ctx_, opts_.warmup, opts_.runs, restore, body);
 }
 
 std::size_t env::memory_budget() const {

@@ -113,6 +113,8 @@ void register_merge_sort(std::vector<variant>& v);
 void register_segmented_sort(std::vector<variant>& v);
 void register_split(std::vector<variant>& v);
 
+//! "2^k" for powers of two from 1024 on, else the decimal count.
+std::string size_label(std::size_t n);
 //! "nvidia-h100-80gb-hbm3": lower case, runs of other characters become one '-'.
 std::string sanitise_device_name(const std::string& name);
 //! Writes the JSON document. Throws canopy::error if the file cannot be written.

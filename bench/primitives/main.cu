@@ -9,22 +9,19 @@
 // reports the GPU smoke test as skipped then).
 #include "harness.hpp"
 
+#include "common/bench_common.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 
 #if CANOPY_HAS_CUDA
 #include <cuda_runtime.h>
 #endif
 
-#ifndef CANOPY_BENCH_COMMIT
-#define CANOPY_BENCH_COMMIT "unknown"
-#endif
 #ifndef CANOPY_BENCH_RESULTS_DIR
 #define CANOPY_BENCH_RESULTS_DIR "."
 #endif
@@ -50,54 +47,16 @@ void usage(std::FILE* f) {
                "  --corrupt-output  invert canopy's last element before each integer-array check (must fail)\n");
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 std::size_t parse_size(const std::string& text) {
   std::string t = text;
   bool power = false;
   if (t.rfind("2^", 0) == 0) t = t.substr(2), power = true;
-  if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
-    throw canopy::invalid_argument("canopy-bench: argument '--sizes': '" + text + "' is not a size");
-  const unsigned long long v = std::stoull(t);
+  const std::uint64_t v = canopy_bench::parse_uint64(t, "canopy-bench", "--sizes");
   if (power || v <= 40) {
-    if (v > 40) throw canopy::invalid_argument("canopy-bench: argument '--sizes': 2^" + t + " is too large");
+    if (v > 40) throw canopy_bench::bad_flag("canopy-bench: argument '--sizes': 2^" + t + " is too large");
     return std::size_t(1) << v;
   }
   return static_cast<std::size_t>(v);
-}
-
-int parse_int(const std::string& text, const char* flag, int lo) {
-  char* end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < lo || v > 100000)
-    throw canopy::invalid_argument(std::string("canopy-bench: argument '") + flag + "': '" + text +
-                                   "' is not an integer >= " + std::to_string(lo));
-  return static_cast<int>(v);
-}
-
-std::string utc_date() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
-
-std::string size_label(std::size_t n) {
-  if (n >= 1024 && (n & (n - 1)) == 0) {
-    int k = 0;
-    while ((std::size_t(1) << k) != n) ++k;
-    return "2^" + std::to_string(k);
-  }
-  return std::to_string(n);
 }
 
 #if CANOPY_HAS_CUDA
@@ -121,49 +80,45 @@ int main(int argc, char** argv) {
   std::optional<canopy::backend_request> request;
   bool list = false, sizes_given = false, runs_given = false, warmup_given = false;
   try {
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      const auto value = [&]() -> std::string {
-        if (i + 1 >= argc) throw canopy::invalid_argument("canopy-bench: argument '" + a + "': needs a value");
-        return argv[++i];
-      };
-      if (a == "--help" || a == "-h") {
+    canopy_bench::command_line cl(argc, argv, "canopy-bench");
+    while (cl.next()) {
+      if (cl.is("--help") || cl.is("-h")) {
         usage(stdout);
         return 0;
-      } else if (a == "--backend") {
-        request = canopy::parse_backend_request(value(), "--backend");
-      } else if (a == "--sizes") {
+      } else if (cl.is("--backend")) {
+        request = canopy::parse_backend_request(cl.value(), "--backend");
+      } else if (cl.is("--sizes")) {
         opts.sizes.clear();
-        for (const std::string& s : split_list(value())) opts.sizes.push_back(parse_size(s));
+        for (const std::string& s : canopy_bench::split_list(cl.value())) opts.sizes.push_back(parse_size(s));
         sizes_given = true;
-      } else if (a == "--filter") {
-        opts.filters = split_list(value());
-      } else if (a == "--quick") {
+      } else if (cl.is("--filter")) {
+        opts.filters = canopy_bench::split_list(cl.value());
+      } else if (cl.is("--quick")) {
         opts.quick = true;
-      } else if (a == "--runs") {
-        opts.runs = parse_int(value(), "--runs", 1);
+      } else if (cl.is("--runs")) {
+        opts.runs = cl.int_value(1, 100000);
         runs_given = true;
-      } else if (a == "--warmup") {
-        opts.warmup = parse_int(value(), "--warmup", 0);
+      } else if (cl.is("--warmup")) {
+        opts.warmup = cl.int_value(0, 100000);
         warmup_given = true;
-      } else if (a == "--out") {
-        opts.out = value();
-      } else if (a == "--commit") {
-        opts.commit = value();
-      } else if (a == "--seed") {
-        opts.seed = std::stoull(value());
-      } else if (a == "--corrupt-output") {
+      } else if (cl.is("--out")) {
+        opts.out = cl.value();
+      } else if (cl.is("--commit")) {
+        opts.commit = cl.value();
+      } else if (cl.is("--seed")) {
+        opts.seed = cl.uint64_value();
+      } else if (cl.is("--corrupt-output")) {
         canopy_bench::corrupt_output() = true;
-      } else if (a == "--list") {
+      } else if (cl.is("--list")) {
         list = true;
       } else {
         usage(stderr);
-        throw canopy::invalid_argument("canopy-bench: unknown argument '" + a + "'");
+        cl.refuse_unknown();
       }
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
-    return 2;
+    return canopy_bench::exit_bad_command_line;
   }
   if (opts.quick) {
     if (!sizes_given) opts.sizes = {0, 1, 4097, 65537};
@@ -193,7 +148,7 @@ int main(int argc, char** argv) {
   }
   if (chosen.empty()) {
     std::fprintf(stderr, "canopy-bench: --filter matches no variant (see --list)\n");
-    return 2;
+    return canopy_bench::exit_bad_command_line;
   }
 
   if (request == canopy::backend_request::cuda) {
@@ -208,10 +163,7 @@ int main(int argc, char** argv) {
   try {
     canopy::context ctx{canopy::context_options{request}};
     canopy_bench::env e(ctx, opts);
-    std::string commit = opts.commit;
-    if (commit.empty())
-      if (const char* c = std::getenv("CANOPY_COMMIT"); c && *c) commit = c;
-    if (commit.empty()) commit = CANOPY_BENCH_COMMIT;
+    const std::string commit = canopy_bench::commit_id(opts.commit);
     std::fprintf(stderr, "canopy-bench: %s\ncanopy-bench: commit %s, %d timed runs (median) after %d warm-up\n",
                  ctx.description().c_str(), commit.c_str(), opts.runs, opts.warmup);
 
@@ -228,7 +180,7 @@ int main(int argc, char** argv) {
         opts.out == "-" ? std::string()
         : opts.out.empty()
             ? std::string(CANOPY_BENCH_RESULTS_DIR) + "/" + canopy_bench::sanitise_device_name(device) + "-" +
-                  utc_date() + ".json"
+                  canopy_bench::utc_date() + ".json"
             : opts.out;
 
     std::vector<canopy_bench::result> results;
@@ -237,7 +189,7 @@ int main(int argc, char** argv) {
     for (const auto& v : chosen) {
       for (std::size_t n : opts.sizes) {
         ++step;
-        std::fprintf(stderr, "[%zu/%zu] %s n=%s\n", step, total, v.name.c_str(), size_label(n).c_str());
+        std::fprintf(stderr, "[%zu/%zu] %s n=%s\n", step, total, v.name.c_str(), canopy_bench::size_label(n).c_str());
         canopy_bench::result r;
         r.primitive = v.primitive;
         r.variant = v.name;

@@ -8,6 +8,8 @@
 // measured in the same run. Times are medians of >= 20 runs after warm-up (CUDA events on CUDA,
 // steady_clock on the host). Every result is checked (fast path == baseline exactly for integer
 // tables, within the float bound for f32; box sums against brute force) before it is reported.
+#include "common/bench_common.hpp"
+
 #include <canopy/core/buffer.hpp>
 #include <canopy/core/context.hpp>
 #include <canopy/core/timer.hpp>
@@ -15,7 +17,6 @@
 #include <canopy/structures/sat.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -27,48 +28,13 @@
 #include <string>
 #include <vector>
 
-#ifndef CANOPY_SAT_BENCH_COMMIT
-#define CANOPY_SAT_BENCH_COMMIT "unknown"
-#endif
-
 namespace {
 
+//! Median milliseconds of f() over `reps` runs after 3 warm-up runs (bench_common.hpp).
 struct timer_median {
   canopy::context& ctx;
   int reps;
-  // Median milliseconds of f() over `reps` runs after 3 warm-up runs.
-  double operator()(const std::function<void()>& f) const {
-    for (int i = 0; i < 3; ++i) f();
-    ctx.synchronize();
-    std::vector<double> ms;
-#if CANOPY_HAS_CUDA
-    if (ctx.is_cuda()) {
-      cudaEvent_t a, b;
-      CANOPY_CUDA_CHECK(cudaEventCreate(&a));
-      CANOPY_CUDA_CHECK(cudaEventCreate(&b));
-      for (int i = 0; i < reps; ++i) {
-        CANOPY_CUDA_CHECK(cudaEventRecord(a, ctx.stream()));
-        f();
-        CANOPY_CUDA_CHECK(cudaEventRecord(b, ctx.stream()));
-        CANOPY_CUDA_CHECK(cudaEventSynchronize(b));
-        float t = 0;
-        CANOPY_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-        ms.push_back(t);
-      }
-      CANOPY_CUDA_CHECK(cudaEventDestroy(a));
-      CANOPY_CUDA_CHECK(cudaEventDestroy(b));
-    }
-#endif
-    if (!ctx.is_cuda()) {
-      for (int i = 0; i < reps; ++i) {
-        const auto t0 = std::chrono::steady_clock::now();
-        f();
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-      }
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
-  }
+  double operator()(const std::function<void()>& f) const { return canopy_bench::median_ms(ctx, 3, reps, {}, f); }
 };
 
 std::vector<std::string> records;
@@ -139,12 +105,13 @@ void bench_sat(canopy::context& ctx, const timer_median& time, const char* name,
   std::printf("%-16s %5dx%-5d single_pass %8.3f ms %7.1f GB/s (%5.1f%% of copy %7.1f GB/s; fill %7.1f GB/s) | two_pass %8.3f ms %7.1f GB/s | %.2fx\n",
               name, w, h, fast_ms, fast_gbps, 100.0 * fast_gbps / copy_gbps, copy_gbps, write_gbps, base_ms, base_gbps,
               base_ms / fast_ms);
+  const auto num = canopy_bench::json_number;
   std::ostringstream r;
   r << "{\"primitive\": \"sat\", \"case\": \"" << name << "\", \"width\": " << w << ", \"height\": " << h
-    << ", \"channels\": " << c << ", \"bytes_moved\": " << std::size_t(bytes) << ", \"single_pass_ms\": " << fast_ms
-    << ", \"single_pass_gbps\": " << fast_gbps << ", \"two_pass_ms\": " << base_ms << ", \"two_pass_gbps\": " << base_gbps
-    << ", \"copy_gbps\": " << copy_gbps << ", \"fill_gbps\": " << write_gbps << ", \"single_pass_fraction_of_copy\": " << fast_gbps / copy_gbps
-    << ", \"speedup_over_two_pass\": " << base_ms / fast_ms << ", \"checked\": " << (bad == 0 ? "true" : "false") << "}";
+    << ", \"channels\": " << c << ", \"bytes_moved\": " << std::size_t(bytes) << ", \"single_pass_ms\": " << num(fast_ms)
+    << ", \"single_pass_gbps\": " << num(fast_gbps) << ", \"two_pass_ms\": " << num(base_ms) << ", \"two_pass_gbps\": " << num(base_gbps)
+    << ", \"copy_gbps\": " << num(copy_gbps) << ", \"fill_gbps\": " << num(write_gbps) << ", \"single_pass_fraction_of_copy\": " << num(fast_gbps / copy_gbps)
+    << ", \"speedup_over_two_pass\": " << num(base_ms / fast_ms) << ", \"checked\": " << (bad == 0 ? "true" : "false") << "}";
   records.push_back(r.str());
 }
 
@@ -186,7 +153,7 @@ void bench_dof(canopy::context& ctx, const timer_median& time, int w, int h, can
     sat_ms.push_back(t.stage_ms("dof.sat"));
     filter_ms.push_back(t.stage_ms("dof.filter"));
   }
-  auto med = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
+  const auto med = canopy_bench::median;
   // Check: in-focus pixels unchanged, and the output differs from the input where it is blurred.
   const auto got = out.to_host();
   std::size_t blurred = 0, changed = 0, focus_bad = 0;
@@ -205,38 +172,36 @@ void bench_dof(canopy::context& ctx, const timer_median& time, int w, int h, can
   const char* kname = kernel == canopy::dof_kernel::box ? "box" : "polygon";
   std::printf("dof %-8s %5dx%-5d total %7.3f ms (coc %.3f, sat %.3f, filter %.3f)\n", kname, w, h, total_ms, med(coc_ms),
               med(sat_ms), med(filter_ms));
+  const auto num = canopy_bench::json_number;
   std::ostringstream r;
   r << "{\"primitive\": \"dof\", \"kernel\": \"" << kname << "\", \"width\": " << w << ", \"height\": " << h
-    << ", \"total_ms\": " << total_ms << ", \"coc_ms\": " << med(coc_ms) << ", \"sat_ms\": " << med(sat_ms)
-    << ", \"filter_ms\": " << med(filter_ms) << ", \"checked\": " << (checked ? "true" : "false") << "}";
+    << ", \"total_ms\": " << num(total_ms) << ", \"coc_ms\": " << num(med(coc_ms)) << ", \"sat_ms\": " << num(med(sat_ms))
+    << ", \"filter_ms\": " << num(med(filter_ms)) << ", \"checked\": " << (checked ? "true" : "false") << "}";
   records.push_back(r.str());
-}
-
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char ch : s) o += (ch == '"' || ch == '\\') ? std::string("\\") + ch : std::string(1, ch);
-  return o;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string backend = "auto", out_path;
+  const char* usage = "usage: canopy-sat-bench [--backend host|cuda|auto] [--quick] [--reps N] [--out file.json]\n";
+  canopy::backend_request request = canopy::backend_request::automatic;
+  std::string out_path;
   bool quick = false;
   int reps = 25;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--backend" && i + 1 < argc) backend = argv[++i];
-    else if (a == "--out" && i + 1 < argc) out_path = argv[++i];
-    else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--quick") quick = true;
-    else {
-      std::fprintf(stderr, "usage: canopy-sat-bench [--backend host|cuda|auto] [--quick] [--reps N] [--out file.json]\n");
-      return 2;
+  try {
+    canopy_bench::command_line cl(argc, argv, "canopy-sat-bench");
+    while (cl.next()) {
+      if (cl.is("--backend")) request = canopy::parse_backend_request(cl.value(), "--backend");
+      else if (cl.is("--out")) out_path = cl.value();
+      else if (cl.is("--reps")) reps = cl.int_value(1);
+      else if (cl.is("--quick")) quick = true;
+      else cl.refuse_unknown();
     }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n%s", e.what(), usage);
+    return canopy_bench::exit_bad_command_line;
   }
   try {
-    const auto request = canopy::parse_backend_request(backend, "--backend");
     std::string why;
     if (request == canopy::backend_request::cuda && !canopy::cuda_usable(&why)) {
       std::printf("canopy-sat-bench: skipped, CUDA backend unusable: %s\n", why.c_str());
@@ -257,12 +222,10 @@ int main(int argc, char** argv) {
     bench_dof(ctx, time, dw, dh, canopy::dof_kernel::box);
     bench_dof(ctx, time, dw, dh, canopy::dof_kernel::polygon);
 
-    // The commit recorded: CANOPY_COMMIT (environment) wins over the configure-time one.
-    std::string commit = CANOPY_SAT_BENCH_COMMIT;
-    if (const char* env = std::getenv("CANOPY_COMMIT"); env && *env) commit = env;
+    const std::string commit = canopy_bench::commit_id();
     std::ostringstream j;
     j << "{\n  \"benchmark\": \"canopy-sat-bench\",\n  \"primitive\": [\"sat\", \"dof\"],\n  \"commit\": \""
-      << commit << "\",\n  \"device\": \"" << json_escape(ctx.description()) << "\",\n  \"backend\": \""
+      << canopy_bench::json_escape(commit) << "\",\n  \"device\": \"" << canopy_bench::json_escape(ctx.description()) << "\",\n  \"backend\": \""
       << canopy::to_string(ctx.backend_kind()) << "\",\n  \"repetitions\": " << reps
       << ",\n  \"timing\": \"median after 3 warm-up runs; CUDA events on CUDA\",\n  \"records\": [\n";
     for (std::size_t i = 0; i < records.size(); ++i) j << "    " << records[i] << (i + 1 < records.size() ? ",\n" : "\n");

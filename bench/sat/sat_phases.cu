@@ -24,8 +24,11 @@
 // printed once.
 // Usage: canopy-sat-phases [--small | --big] [variant,variant,...]  (a list limits the variants
 // timed at 1080p, 4K and 8K; the odd sizes check all).
+#include "common/bench_common.hpp"
+
 #include <canopy/core/config.hpp>
 #include <canopy/structures/detail/sat_kernels.cuh>
+#include <canopy/structures/detail/sat_scratch.cuh>
 
 #include <cuda_runtime.h>
 
@@ -89,28 +92,14 @@ struct runner {
     const int tiles_x = (w + k::tile_cols - 1) / k::tile_cols;
     const int tiles_y = (h + TR - 1) / TR;
     const std::size_t tiles = std::size_t(tiles_x) * tiles_y;
-    const std::size_t flag_words = 1 + tiles * (2 + k::col_groups);
-    const std::size_t value_bytes = tiles * 2 * std::size_t(TR + k::tile_cols + 1) * C * sizeof(Table);
-    const std::size_t flag_bytes = ((flag_words * sizeof(unsigned) + 255) / 256) * 256;
-    if (flag_bytes + value_bytes > scratch_bytes) {
+    const auto layout = k::scratch_layout::of<Table, C>(tiles);
+    if (layout.total_bytes > scratch_bytes) {
       if (scratch) CK(cudaFree(scratch));
-      scratch_bytes = flag_bytes + value_bytes;
+      scratch_bytes = layout.total_bytes;
       CK(cudaMalloc(&scratch, scratch_bytes));
     }
-    CK(cudaMemsetAsync(scratch, 0, flag_words * sizeof(unsigned), s));
-    k::tile_descriptors<Table> d;
-    unsigned* flags = reinterpret_cast<unsigned*>(scratch);
-    d.counter = flags;
-    d.row_flag = flags + 1;
-    d.corner_flag = d.row_flag + tiles;
-    d.col_flag = d.corner_flag + tiles;
-    Table* values = reinterpret_cast<Table*>(scratch + flag_bytes);
-    d.row_aggregate = values;
-    d.row_inclusive = d.row_aggregate + tiles * TR * C;
-    d.col_aggregate = d.row_inclusive + tiles * TR * C;
-    d.col_inclusive = d.col_aggregate + tiles * k::tile_cols * C;
-    d.corner_aggregate = d.col_inclusive + tiles * k::tile_cols * C;
-    d.corner_inclusive = d.corner_aggregate + tiles * C;
+    CK(cudaMemsetAsync(scratch, 0, layout.zeroed_bytes, s));
+    k::tile_descriptors<Table> d = k::carve_descriptors<Table, C>(scratch, layout);
     d.stamps = st;
     auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure, Order, Poll>;
     const int dyn = Prefetch ? k::prefetch_bytes<In, C>() : 0;
@@ -206,28 +195,6 @@ std::size_t check(const std::vector<In>& img, const std::vector<Table>& got, Tab
   return bad;
 }
 
-double median_ms(cudaStream_t s, int reps, const std::function<void()>& f) {
-  for (int i = 0; i < 3; ++i) f();
-  CK(cudaStreamSynchronize(s));
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  std::vector<float> ms;
-  for (int i = 0; i < reps; ++i) {
-    CK(cudaEventRecord(a, s));
-    f();
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float t;
-    CK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
-  }
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
 double pct(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -292,7 +259,7 @@ void run_case(const char* cname, int w, int h, const std::vector<variant>& vars,
   CK(cudaStreamCreate(&s));
   double copy_gbps = 0;
   if (timing) {
-    const double copy_ms = median_ms(s, 25, [&] { CK(cudaMemcpyAsync(d_copy, d_tab, n * sizeof(Table), cudaMemcpyDeviceToDevice, s)); });
+    const double copy_ms = canopy_bench::median_ms_on_stream(s, 3, 25, {}, [&] { CK(cudaMemcpyAsync(d_copy, d_tab, n * sizeof(Table), cudaMemcpyDeviceToDevice, s)); });
     copy_gbps = 2.0 * double(n * sizeof(Table)) / copy_ms * 1e-6;
   }
   std::vector<Table> got(n);
@@ -312,7 +279,7 @@ void run_case(const char* cname, int w, int h, const std::vector<variant>& vars,
     std::printf("%-13s %5dx%-5d %-8s %s", cname, w, h, name_of(v), bad ? "WRONG" : "exact/ok");
     if (bad) std::printf(" (%zu bad entries)", bad);
     if (timing) {
-      const double ms = median_ms(s, 25, [&] { r.run(v, s, false); });
+      const double ms = canopy_bench::median_ms_on_stream(s, 3, 25, {}, [&] { r.run(v, s, false); });
       const double gbps = double(n) * (sizeof(In) + sizeof(Table)) / ms * 1e-6;
       std::printf("  %.4f ms  %7.1f GB/s  %5.1f%% of copy (%.1f GB/s)  blocks/SM %u", ms, gbps, 100 * gbps / copy_gbps,
                   copy_gbps, per_sm);
@@ -325,7 +292,7 @@ void run_case(const char* cname, int w, int h, const std::vector<variant>& vars,
         CK(cudaMemsetAsync(r.stamps, 0, tiles_max * k::phase_stamps * sizeof(unsigned long long), s));
         r.run(v, s, true);
       }
-      const double mms = median_ms(s, 9, [&] { r.run(v, s, true); });
+      const double mms = canopy_bench::median_ms_on_stream(s, 3, 9, {}, [&] { r.run(v, s, true); });
       CK(cudaMemsetAsync(r.stamps, 0, tiles_max * k::phase_stamps * sizeof(unsigned long long), s));
       r.run(v, s, true);
       CK(cudaStreamSynchronize(s));
@@ -349,25 +316,18 @@ void run_case(const char* cname, int w, int h, const std::vector<variant>& vars,
   CK(cudaFree(d_off));
 }
 
-std::vector<variant> parse_variants(const std::string& list) {
-  std::vector<variant> out;
-  std::size_t at = 0;
-  while (at <= list.size()) {
-    const std::size_t end = std::min(list.find(',', at), list.size());
-    const std::string name = list.substr(at, end - at);
+//! The variants named in a comma-separated list; false if a name is unknown.
+bool parse_variants(const std::string& list, std::vector<variant>& out) {
+  for (const std::string& name : canopy_bench::split_list(list)) {
     bool found = false;
     for (int i = 0; i <= int(variant::last); ++i)
       if (name == name_of(variant(i))) {
         out.push_back(variant(i));
         found = true;
       }
-    if (!found) {
-      std::fprintf(stderr, "canopy-sat-phases: unknown variant '%s'\n", name.c_str());
-      std::exit(2);
-    }
-    at = end + 1;
+    if (!found) return false;
   }
-  return out;
+  return !out.empty();
 }
 
 std::vector<variant> only(const std::vector<variant>& want, const std::vector<variant>& filter) {
@@ -380,16 +340,22 @@ std::vector<variant> only(const std::vector<variant>& want, const std::vector<va
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// CUDA failures inside the shared timing throw canopy::cuda_error (the CK checks here exit).
+int main(int argc, char** argv) try {
   // --small: the odd sizes only; --big: the odd sizes, then 4K and 8K (timed, with phase stamps).
   // A comma-separated list of variant names limits the variants (the odd sizes still check all).
   bool small_only = false, big_only = false;
   std::vector<variant> filter;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--small") small_only = true;
-    else if (a == "--big") big_only = true;
-    else filter = parse_variants(a);
+    if (a == "--small" && !big_only) small_only = true;
+    else if (a == "--big" && !small_only) big_only = true;
+    else if (!filter.empty() || !parse_variants(a, filter)) {
+      std::fprintf(stderr, "usage: canopy-sat-phases [--small | --big] [variant,variant,...]\n  variants:");
+      for (int v = 0; v <= int(variant::last); ++v) std::fprintf(stderr, " %s", name_of(variant(v)));
+      std::fprintf(stderr, "\n");
+      return canopy_bench::exit_bad_command_line;
+    }
   }
   cudaDeviceProp p;
   CK(cudaGetDeviceProperties(&p, 0));
@@ -414,4 +380,7 @@ int main(int argc, char** argv) {
   }
   std::printf(g_ok ? "canopy-sat-phases: ok\n" : "canopy-sat-phases: CHECK FAILED\n");
   return g_ok ? 0 : 1;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "canopy-sat-phases: %s\n", e.what());
+  return 1;
 }

@@ -6,6 +6,8 @@
 #include <canopy/structures/bvh_queries.hpp>
 #include <canopy/structures/detail/bvh_query_kernels.hpp>
 
+#include <cstdint>
+#include <limits>
 #include <string>
 
 namespace canopy {
@@ -44,6 +46,27 @@ void trace_any(context& ctx, const bvh_view& bvh, span<const vec3> vertices, spa
   for_each(ctx, rays.size(), detail::trace_any_functor{bvh, vertices, indices, rays, occluded});
 }
 
+namespace detail {
+
+std::uint64_t overlap_offsets_in_place(context& ctx, span<std::uint64_t> counts) {
+  if (counts.empty()) return 0;
+  canopy::exclusive_scan(ctx, span<const std::uint64_t>(counts), counts, std::uint64_t(0), canopy::plus<std::uint64_t>{});
+  std::uint64_t total = 0;
+  copy_bytes(ctx, &total, memory_space::host, counts.data() + counts.size() - 1, ctx.space(), sizeof(total));
+  ctx.synchronize();
+  return total;
+}
+
+std::size_t overlap_output_length(std::uint64_t total) {
+  constexpr std::uint64_t most = std::numeric_limits<std::size_t>::max() / sizeof(overlap_pair);
+  canopy::require(total <= most, "canopy::overlap_pairs", "out",
+          std::to_string(total) + " pairs of " + std::to_string(sizeof(overlap_pair)) +
+              " bytes do not fit in size_t (at most " + std::to_string(most) + " pairs)");
+  return std::size_t(total);
+}
+
+}  // namespace detail
+
 std::size_t overlap_pairs(context& ctx, const bvh_view& bvh, span<const aabb> queries, buffer<overlap_pair>& out,
                           bool self) {
   const char* fn = "canopy::overlap_pairs";
@@ -58,15 +81,12 @@ std::size_t overlap_pairs(context& ctx, const bvh_view& bvh, span<const aabb> qu
     out.resize_discard(0);
     return 0;
   }
-  // counts[n] = 0 so that the exclusive scan's last element is the total.
-  buffer<std::uint32_t> counts(ctx, n + 1), offsets(ctx, n + 1);
-  detail::fill_bytes(ctx, counts.data() + n, ctx.space(), 0, sizeof(std::uint32_t));
-  for_each(ctx, n, detail::overlap_functor{bvh, queries, self, counts.view(), {}, nullptr});
-  exclusive_scan(ctx, span<const std::uint32_t>(counts.view()), offsets.view(), std::uint32_t(0),
-                 plus<std::uint32_t>{});
-  std::uint32_t total = 0;
-  detail::copy_bytes(ctx, &total, memory_space::host, offsets.data() + n, ctx.space(), sizeof(std::uint32_t));
-  ctx.synchronize();
+  // One 64-bit array: counts, then (scanned in place) offsets. The last entry starts at 0 so
+  // that the exclusive scan leaves the total there.
+  buffer<std::uint64_t> offsets(ctx, n + 1);
+  detail::fill_bytes(ctx, offsets.data() + n, ctx.space(), 0, sizeof(std::uint64_t));
+  for_each(ctx, n, detail::overlap_functor{bvh, queries, self, offsets.view(), {}, nullptr});
+  const std::size_t total = detail::overlap_output_length(detail::overlap_offsets_in_place(ctx, offsets.view()));
   out.resize_discard(total);
   if (total) for_each(ctx, n, detail::overlap_functor{bvh, queries, self, {}, offsets.view(), out.data()});
   return total;

@@ -80,8 +80,11 @@ struct low_byte_less {
   CANOPY_HD bool operator()(std::uint32_t a, std::uint32_t b) const { return (a & 0xffu) < (b & 0xffu); }
 };
 
-const std::size_t sizes[] = {0, 1, 2, 3, 31, 32, 33, 255, 1023, 1024, 1025, 3839, 3840, 3841, 7681, 65535, 65537,
-                             (1u << 18) + 1};
+// Besides 2^k +- 1: around the CUDA tiles of u32 keys (merge tile 256 x 23 = 5888, sorted tile
+// 512 x 23 = 11776, so 11777 and 23553 add a merge pass each) and of u32 pairs (256 x 11 = 2816).
+const std::size_t sizes[] = {0,    1,    2,    3,     31,    32,    33,    255,   1023,  1024,  1025,
+                             2815, 2816, 2817, 3839,  3840,  3841,  5633,  5887,  5888,  5889,  7681,
+                             11775, 11776, 11777, 23552, 23553, 47105, 65535, 65537, (1u << 18) + 1};
 
 class MergeSortTest : public BackendTest {
  protected:
@@ -127,6 +130,20 @@ TEST_P(MergeSortTest, OtherKeyTypes) {
 TEST_P(MergeSortTest, StabilityUnderCoarseComparator) {
   for (std::size_t n : {std::size_t(300), std::size_t(5000), std::size_t(100003)})
     check_pairs(make_keys<std::uint32_t>(n, dist::uniform, n), low_byte_less{}, "low byte");
+}
+
+// Descending order and heavy ties at sizes on either side of the tile and merge-pass boundaries:
+// the split searches (binary in shared memory, several probes per step in global memory) meet
+// long runs of equivalent keys there, and ties must still go to the left run.
+TEST_P(MergeSortTest, DescendingAndTiesAtTileBoundaries) {
+  for (std::size_t n : {std::size_t(5889), std::size_t(11777), std::size_t(23553), std::size_t(35329),
+                        std::size_t(47105), std::size_t(94209)}) {
+    check_pairs(make_keys<std::uint32_t>(n, dist::uniform, n + 11), canopy::greater<std::uint32_t>{}, "u32 descending");
+    check_pairs(make_keys<std::uint32_t>(n, dist::few_distinct, n + 12), canopy::greater<std::uint32_t>{},
+                "u32 descending, 7 values");
+    check_pairs(make_keys<std::uint32_t>(n, dist::uniform, n + 13), low_byte_less{}, "low byte");
+    check_pairs(make_keys<std::uint32_t>(n, dist::organ_pipe, n + 14), low_byte_less{}, "low byte, organ pipe");
+  }
 }
 
 TEST_P(MergeSortTest, StructKeyWithUserComparator) {
@@ -239,6 +256,25 @@ TEST_P(CudaMergeSortLarge, Pow2Plus1And2Pow26) {
     std::stable_sort(few.begin(), few.end());
     EXPECT_EQ(k2.to_host(), few) << n;
   }
+}
+
+// Many merge passes over keys with only 256 classes (ties everywhere, so every split search ends in
+// a long run of equivalent keys): pairs and keys against std::stable_sort.
+TEST_P(CudaMergeSortLarge, StableUnderCoarseComparatorManyPasses) {
+  const std::size_t n = (std::size_t(1) << 22) + 3;
+  auto keys = make_keys<std::uint32_t>(n, dist::uniform, 4242);
+  std::vector<std::uint32_t> values(n);
+  std::iota(values.begin(), values.end(), 0u);
+  std::vector<std::uint32_t> want_k = keys, want_v = values;
+  reference_sort(want_k, want_v, low_byte_less{});
+  auto k = upload(keys);
+  auto v = upload(values);
+  canopy::merge_sort_pairs(ctx(), k.view(), v.view(), low_byte_less{});
+  EXPECT_EQ(k.to_host(), want_k);
+  EXPECT_EQ(v.to_host(), want_v);
+  auto k2 = upload(keys);
+  canopy::merge_sort_keys(ctx(), k2.view(), low_byte_less{});
+  EXPECT_EQ(k2.to_host(), want_k);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cuda, CudaMergeSortLarge, ::testing::Values(canopy::backend::cuda),

@@ -6,6 +6,7 @@
 #include <canopy/structures/binned_sah.hpp>
 #include <canopy/structures/bvh.hpp>
 #include <canopy/structures/bvh_queries.hpp>
+#include <canopy/structures/detail/bvh_query_kernels.hpp>
 #include <canopy/structures/scene.hpp>
 
 #include <algorithm>
@@ -545,30 +546,65 @@ TEST_P(BvhTest, RebuildsOfTheSameSizeTakeNoNewMemoryAndRecordStages) {
   check_structure(b, boxes_of(mesh{dm.vertices.to_host(), dm.indices.to_host()}));
 }
 
+// bvh_node_boxes against a host reference: every node's depth from a walk of the downloaded tree,
+// and its box as the union of the boxes of the triangles below it, computed here from the mesh
+// (not from the tree's boxes). Each written (depth, box) must be one of the reference nodes in the
+// depth range, no node written twice.
 TEST_P(BvhTest, NodeBoxesByDepth) {
   const mesh m = random_triangles(1025, 4);
+  const std::vector<aabb> triangle_boxes = boxes_of(m);
   const device_mesh dm = canopy::upload(ctx(), m);
   bvh_builder b(ctx());
   b.build_triangles(dm.vertices.view(), dm.indices.view());
   const host_tree t = download(b);
+  ASSERT_EQ(t.nodes.size(), 2 * triangle_boxes.size() - 1);
   std::vector<std::uint32_t> depth(t.nodes.size(), 0);
-  std::vector<std::uint32_t> stack{0};
+  std::vector<aabb> reference(t.nodes.size(), empty_aabb());
+  // Depth-first order, then children before parents for the unions.
+  std::vector<std::uint32_t> order, stack{0};
   while (!stack.empty()) {
     const std::uint32_t x = stack.back();
     stack.pop_back();
-    if (!is_leaf(t.nodes[x]))
-      for (std::uint32_t c : {t.nodes[x].left_or_first, t.nodes[x].right_or_count}) depth[c] = depth[x] + 1, stack.push_back(c);
+    order.push_back(x);
+    const bvh_node& node = t.nodes[x];
+    if (is_leaf(node)) {
+      for (std::uint32_t k = 0; k < leaf_count(node); ++k)
+        reference[x] = merge(reference[x], triangle_boxes[t.prims[node.left_or_first + k]]);
+    } else {
+      for (std::uint32_t c : {node.left_or_first, node.right_or_count}) depth[c] = depth[x] + 1, stack.push_back(c);
+    }
   }
+  ASSERT_EQ(order.size(), t.nodes.size());
+  for (auto it = order.rbegin(); it != order.rend(); ++it)
+    if (!is_leaf(t.nodes[*it]))
+      reference[*it] = merge(reference[t.nodes[*it].left_or_first], reference[t.nodes[*it].right_or_count]);
+  const auto key = [](std::uint32_t d, const aabb& x) {
+    return std::array<float, 7>{float(d), x.lo.x, x.lo.y, x.lo.z, x.hi.x, x.hi.y, x.hi.z};
+  };
   for (const auto& range : {std::pair<std::uint32_t, std::uint32_t>{0, 0}, {2, 5}, {0, 1000}}) {
     const std::uint32_t lo = range.first, hi = range.second;
-    const std::size_t expected = std::count_if(depth.begin(), depth.end(), [&](std::uint32_t d) { return d >= lo && d <= hi; });
-    for (std::size_t capacity : {expected, expected / 2}) {
+    std::multiset<std::array<float, 7>> expected;
+    for (std::size_t x = 0; x < t.nodes.size(); ++x)
+      if (depth[x] >= lo && depth[x] <= hi) expected.insert(key(depth[x], reference[x]));
+    for (std::size_t capacity : {expected.size(), expected.size() / 2}) {
       buffer<aabb> boxes(ctx(), capacity);
       buffer<std::uint32_t> depths(ctx(), capacity), count(ctx(), 1);
       bvh_node_boxes(ctx(), b.view(), lo, hi, boxes.view(), depths.view(), count.view());
-      EXPECT_EQ(count.to_host()[0], expected);
-      const std::vector<std::uint32_t> d = depths.to_host();
-      for (std::uint32_t x : d) EXPECT_TRUE(x >= lo && x <= hi);
+      EXPECT_EQ(count.to_host()[0], expected.size());
+      const std::vector<aabb> got_boxes = boxes.to_host();
+      const std::vector<std::uint32_t> got_depths = depths.to_host();
+      std::multiset<std::array<float, 7>> unmatched = expected;
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < capacity; ++i) {
+        const auto found = unmatched.find(key(got_depths[i], got_boxes[i]));
+        if (found != unmatched.end()) {
+          unmatched.erase(found);
+        } else if (bad++ < 3) {
+          ADD_FAILURE() << "depths [" << lo << ", " << hi << "], capacity " << capacity << ": entry " << i
+                        << " (depth " << got_depths[i] << ") is no node of that depth with that box";
+        }
+      }
+      EXPECT_EQ(bad, 0u);
     }
   }
 }
@@ -604,6 +640,40 @@ TEST_P(BvhTest, OverlapPairsMatchBruteForce) {
       EXPECT_EQ(got, expected) << "n=" << n << " self=" << self;
     }
   }
+}
+
+// overlap_pairs once scanned its per-query counts in 32 bits: past 2^32 pairs the total wrapped,
+// `out` came out too short and the fill pass wrote past its end. 2^32 pairs take 32 GiB, so the
+// scan step is tested on its own, with counts a query can really have (up to 2^32 - 1) whose sum
+// passes 2^32 many times, over more than two tiles of the CUDA scan (4096 8-byte values a tile).
+TEST_P(BvhTest, OverlapOffsetsStayExactPastTwoToThe32) {
+  const std::uint64_t most_per_query = 0xffffffffull;
+  std::vector<std::uint64_t> counts(2 * 4096 + 3);
+  std::mt19937 rng(32);
+  for (std::uint64_t& c : counts) c = rng() % 3 == 0 ? most_per_query : std::uint64_t(rng());
+  counts.back() = 0;  // the slot that receives the total
+  std::vector<std::uint64_t> expected(counts.size());
+  std::uint64_t running = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) expected[i] = running, running += counts[i];
+  ASSERT_GT(running, std::uint64_t(1) << 40) << "the sums must pass 2^32 for the test to mean anything";
+  buffer<std::uint64_t> d = upload(counts);
+  EXPECT_EQ(detail::overlap_offsets_in_place(ctx(), d.view()), running);
+  const std::vector<std::uint64_t> got = d.to_host();
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (got[i] != expected[i] && bad++ < 3) ADD_FAILURE() << "offset " << i << ": " << got[i] << " != " << expected[i];
+  EXPECT_EQ(bad, 0u);
+}
+
+TEST(BvhOverlapOutput, LengthRefusesTotalsWhoseBytesSizeTCannotHold) {
+  EXPECT_EQ(detail::overlap_output_length(0), 0u);
+  EXPECT_EQ(detail::overlap_output_length(std::uint64_t(1) << 32), std::size_t(std::uint64_t(1) << 32));
+  const std::uint64_t most = std::numeric_limits<std::size_t>::max() / sizeof(overlap_pair);
+  EXPECT_EQ(detail::overlap_output_length(most), std::size_t(most));
+  expect_error<invalid_argument>([&] { detail::overlap_output_length(most + 1); },
+                                 {"canopy::overlap_pairs", "'out'", "do not fit in size_t"});
+  expect_error<invalid_argument>([&] { detail::overlap_output_length(~std::uint64_t(0)); },
+                                 {"canopy::overlap_pairs", "'out'"});
 }
 
 TEST_P(BvhTest, KnnMatchesBruteForce) {

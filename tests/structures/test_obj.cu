@@ -10,17 +10,7 @@
 
 using namespace canopy;
 
-namespace {
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const canopy::error& e) {
-    return e.what();
-  }
-  return "";
-}
-}  // namespace
+using canopy_test::expect_error;
 
 TEST(Obj, TrianglesQuadsAndNegativeIndices) {
   const std::string text =
@@ -42,13 +32,12 @@ TEST(Obj, TrianglesQuadsAndNegativeIndices) {
 }
 
 TEST(Obj, BrokenFilesGiveClearErrors) {
-  EXPECT_NE(error_of([] { load_obj("/nonexistent/dir/missing.obj"); }).find("missing.obj"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_obj("v 0 0 0\nv 1 0 0\n", "no_faces.obj"); }).find("no_faces.obj: no triangles"),
-            std::string::npos);
+  expect_error<canopy::error>([] { load_obj("/nonexistent/dir/missing.obj"); }, {"canopy::load_obj", "missing.obj"});
+  expect_error<canopy::error>([] { parse_obj("v 0 0 0\nv 1 0 0\n", "no_faces.obj"); }, {"no_faces.obj: no triangles"});
   // A face referring past the vertex list.
-  const std::string bad = error_of([] { parse_obj("v 0 0 0\nv 1 0 0\nv 1 1 0\nf 1 2 9\n", "bad_index.obj"); });
-  EXPECT_NE(bad.find("bad_index.obj"), std::string::npos) << bad;
-  EXPECT_NE(error_of([] { parse_obj("", "empty.obj"); }).find("empty.obj"), std::string::npos);
+  expect_error<canopy::error>([] { parse_obj("v 0 0 0\nv 1 0 0\nv 1 1 0\nf 1 2 9\n", "bad_index.obj"); },
+                              {"bad_index.obj"});
+  expect_error<canopy::error>([] { parse_obj("", "empty.obj"); }, {"empty.obj"});
 }
 
 TEST(Obj, BunnyAssetLoadsAndBuilds) {

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 namespace canopy::app {
 
@@ -97,13 +96,6 @@ camera_rays camera::rays(int width, int height) const {
   r.near_depth = near_;
   r.far_depth = far_;
   return r;
-}
-
-float camera::linear_depth(float d) const {
-  if (d >= 1.0f) return std::numeric_limits<float>::infinity();
-  // Inverse of glm::perspective's depth mapping with GL's [-1, 1] clip z and [0, 1] window z.
-  const float ndc = 2.0f * d - 1.0f;
-  return 2.0f * near_ * far_ / (far_ + near_ - ndc * (far_ - near_));
 }
 
 }  // namespace canopy::app

@@ -45,6 +45,7 @@ void interop_buffer::release() {
 
 void interop_buffer::reserve(std::size_t bytes) {
   require(!mapped_, "canopy::app::interop_buffer::reserve", "this", "buffer is mapped");
+  reserved_ = bytes;
   if (bytes <= capacity_ && gl_) return;
   release();
   // Grow by half again, so that slowly rising counts do not re-register every frame.
@@ -54,7 +55,9 @@ void interop_buffer::reserve(std::size_t bytes) {
   if (ctx_->is_cuda()) {
 #if CANOPY_HAS_CUDA
     cudaGraphicsResource_t r = nullptr;
-    CANOPY_CUDA_CHECK(cudaGraphicsGLRegisterBuffer(&r, gl_.get(), cudaGraphicsRegisterFlagsWriteDiscard));
+    const unsigned flags = access_ == interop_access::kernels_read ? cudaGraphicsRegisterFlagsReadOnly
+                                                                    : cudaGraphicsRegisterFlagsWriteDiscard;
+    CANOPY_CUDA_CHECK(cudaGraphicsGLRegisterBuffer(&r, gl_.get(), flags));
     resource_ = r;
 #endif
   } else {
@@ -75,12 +78,18 @@ void* interop_buffer::map() {
     return ptr;
 #endif
   }
+  if (access_ == interop_access::kernels_read && reserved_) {
+    glGetNamedBufferSubData(gl_.get(), 0, GLsizeiptr(reserved_), staging_.data());
+    gl_check("canopy::app::interop_buffer::map (glGetNamedBufferSubData)");
+  }
   return staging_.data();
 }
 
 void interop_buffer::unmap(std::size_t bytes_written) {
   require(mapped_, "canopy::app::interop_buffer::unmap", "this", "not mapped");
   require(bytes_written <= capacity_, "canopy::app::interop_buffer::unmap", "bytes_written", "exceeds the capacity");
+  require(access_ == interop_access::kernels_write || bytes_written == 0, "canopy::app::interop_buffer::unmap",
+          "bytes_written", "must be 0 for a kernels_read buffer (kernels do not write it)");
   mapped_ = false;
   if (ctx_->is_cuda()) {
 #if CANOPY_HAS_CUDA

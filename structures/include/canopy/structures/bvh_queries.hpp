@@ -150,7 +150,9 @@ struct overlap_pair {
 //! build_boxes(). With `self` set (queries are the very boxes the tree was built over) each
 //! unordered pair of distinct boxes is reported once, as query < primitive. Two passes over the
 //! queries: count, exclusive scan, fill; `out` is resized to the exact total. Counts, offsets
-//! and the total are 32-bit: the total must stay below 2^32 pairs (not checked). Order: by query, then in traversal order. Synchronises once to learn the total.
+//! and the total are 64-bit, so totals of 2^32 pairs and more are exact (8 bytes each: 32 GiB of
+//! output); a total whose bytes size_t cannot hold is refused (invalid_argument naming 'out').
+//! Order: by query, then in traversal order. Synchronises once to learn the total.
 //! Returns the number of pairs. Temporary memory: 8 bytes per query.
 std::size_t overlap_pairs(context& ctx, const bvh_view& bvh, span<const aabb> queries, buffer<overlap_pair>& out,
                           bool self = false);

@@ -7,11 +7,13 @@
 // Pipeline (each stage one for_each over pixels or tiles, then two table builds):
 //   1. CoC: the thin-lens circle of confusion of every pixel from its linear depth; signed, in
 //      pixels (negative in front of the focus plane). Gather radius r = min(|CoC| / 2, max_radius).
-//   2. Layers: two premultiplied RGBW images of u16 (colour * w, w), w an 8-bit weight:
-//      far  layer: w = 255 * clamp(r - 0.5, 0, 1) for pixels behind the focus plane, else 0;
-//      near layer: the same for pixels in front of it.
-//      In-focus pixels have weight 0 in both, so a blurred neighbour never gathers their sharp
-//      colour (no in-focus halo).
+//   2. Layers: two premultiplied RGBW images of u16 (colour * w, w), w an 8-bit weight, the CoC
+//      weight 255 * clamp(r - 0.5, 0, 1) (far_weighting) or 255:
+//      far  layer: the pixels behind the focus plane, and those in front of it too unless
+//                  near_field separates them;
+//      near layer: with near_field, the pixels in front of the focus plane.
+//      With CoC weights in-focus pixels weigh 0, so a blurred neighbour never gathers their sharp
+//      colour (no in-focus halo). docs/sat.md tabulates the four flag combinations.
 //   3. Near-field reach: the largest near radius per 16 x 16 tile, dilated over the tiles it can
 //      reach, so that in-focus pixels next to a blurred foreground object gather it too (soft
 //      silhouettes instead of a hard cut-out).
@@ -71,9 +73,11 @@ struct dof_options {
   thin_lens lens;
   int max_radius = 32;                   //!< gather radius limit in pixels, 0..64 (u32 tables stay exact up to 64)
   dof_kernel kernel = dof_kernel::polygon;
-  bool near_field = true;                //!< separate near layer, composited with coverage (soft foreground edges)
-  bool far_weighting = true;             //!< CoC weights: in-focus pixels do not leak into blur.
-                                         //!< With both flags off this is the classic single-table SAT DoF.
+  bool near_field = true;                //!< separate near layer, composited with coverage (soft foreground
+                                         //!< edges); off: pixels in front of the focus plane join the far table
+  bool far_weighting = true;             //!< CoC weights in whichever table a pixel is in: in-focus pixels do
+                                         //!< not leak into blur. With both flags off this is the classic
+                                         //!< single-table SAT DoF.
 };
 
 //! SAT depth of field. Keeps its buffers between frames (grow only). The context must outlive it.

@@ -9,9 +9,22 @@
 // field of view; depth range [near, far] mapped by glm::perspective (GL clip space).
 #pragma once
 
+#include <canopy/core/config.hpp>
+
 #include <glm/glm.hpp>
 
+#include <limits>
+
 namespace canopy::app {
+
+//! View-space depth (distance along the view axis) of a window-space depth d in [0, 1] written by
+//! the rasteriser with glm::perspective(near_plane, far_plane) (GL clip space, [0, 1] window z);
+//! +inf for d >= 1 (the cleared background). CANOPY_HD: kernels that read a depth buffer use it.
+CANOPY_HD inline float linear_depth(float window_depth, float near_plane, float far_plane) {
+  if (window_depth >= 1.0f) return std::numeric_limits<float>::infinity();
+  const float ndc = 2.0f * window_depth - 1.0f;
+  return 2.0f * near_plane * far_plane / (far_plane + near_plane - ndc * (far_plane - near_plane));
+}
 
 //! What a ray-casting kernel needs to generate the same rays the rasteriser samples: the ray of
 //! pixel (x, y) (x right, y down, pixel centres at +0.5) has direction
@@ -51,9 +64,9 @@ class camera {
   mode current_mode() const noexcept { return mode_; }
   void set_mode(mode m) { mode_ = m; }
 
-  //! View-space depth (distance along the view axis) of a window-space depth d in [0, 1] written
-  //! by the rasteriser with projection(); +inf for d = 1 (the cleared background).
-  float linear_depth(float window_depth) const;
+  //! View-space depth of a window-space depth written with projection(); +inf for d = 1 (the
+  //! cleared background). See the free linear_depth().
+  float linear_depth(float window_depth) const { return app::linear_depth(window_depth, near_, far_); }
 
  private:
   glm::vec3 target_{0.0f};

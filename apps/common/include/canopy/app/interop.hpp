@@ -13,6 +13,10 @@
 //   boxes.unmap(written);              // host: uploads the first `written` elements
 //   glVertexArrayVertexBuffer(vao, 0, boxes.gl_name(), 0, sizeof(aabb));
 //
+// The other way (GL writes, kernels read: glReadPixels into a pixel-pack buffer), an
+// interop_buffer made with interop_access::kernels_read: registered read-only on CUDA; on the host
+// map() copies the GL buffer into the staging array.
+//
 // Both need a current GL context and, on CUDA, a device that shares it (the EGL device or window
 // on the same GPU). Not thread-safe.
 #pragma once
@@ -26,10 +30,17 @@
 
 namespace canopy::app {
 
+//! Which way the data of an interop_buffer flows.
+enum class interop_access {
+  kernels_write,  //!< kernels write, GL reads (vertex buffers); CUDA: registered write-discard
+  kernels_read,   //!< GL writes (pixel-pack buffers), kernels read; CUDA: registered read-only
+};
+
 //! Untyped GL buffer shared with canopy kernels; see shared_buffer<T>.
 class interop_buffer {
  public:
-  explicit interop_buffer(context& ctx) : ctx_(&ctx) {}
+  explicit interop_buffer(context& ctx, interop_access access = interop_access::kernels_write)
+      : ctx_(&ctx), access_(access) {}
   ~interop_buffer();
   interop_buffer(const interop_buffer&) = delete;
   interop_buffer& operator=(const interop_buffer&) = delete;
@@ -37,9 +48,11 @@ class interop_buffer {
   //! Makes the GL buffer hold at least `bytes`; reallocates (and re-registers) only when growing.
   //! Contents are undefined after a reallocation. Must not be mapped.
   void reserve(std::size_t bytes);
-  //! Pointer to the whole buffer in the context's space. Stream-ordered on CUDA.
+  //! Pointer to the whole buffer in the context's space. Stream-ordered on CUDA. Host backend,
+  //! kernels_read: first copies the bytes of the last reserve() out of GL (waits for GL).
   void* map();
-  //! Ends the mapping; on the host uploads bytes [0, bytes_written).
+  //! Ends the mapping; on the host uploads bytes [0, bytes_written). kernels_read buffers upload
+  //! nothing: pass 0.
   void unmap(std::size_t bytes_written);
   GLuint gl_name() const noexcept { return gl_.get(); }
   std::size_t capacity_bytes() const noexcept { return capacity_; }
@@ -48,8 +61,10 @@ class interop_buffer {
  private:
   void release();
   context* ctx_;
+  interop_access access_;
   gl_buffer gl_;
   std::size_t capacity_ = 0;
+  std::size_t reserved_ = 0;  // bytes of the last reserve(): what a kernels_read map() copies on the host
   void* resource_ = nullptr;  // cudaGraphicsResource_t on CUDA
   bool mapped_ = false;
   std::vector<unsigned char> staging_;

@@ -37,6 +37,51 @@ __device__ __forceinline__ Index merge_path(const Key* a, Index a_len, const Key
   return lo;
 }
 
+//! merge_path for global memory: each step probes Ways - 1 evenly spaced diagonal positions whose
+//! loads are independent, so a search over L candidates waits for about log_Ways(L) dependent
+//! memory round trips instead of log2(L), for (Ways - 1) / log2(Ways) times the loads (the binary
+//! search takes over once fewer than Ways candidates remain). Same result as merge_path; with a
+//! comparator that is no strict weak order (NaN) it still returns a value in [lo, hi].
+template <int Ways, class Index, class Key, class Comp>
+__device__ __forceinline__ Index merge_path_wide(const Key* a, Index a_len, const Key* b, Index b_len, Index diag,
+                                                 Comp comp) {
+  Index lo = diag > b_len ? diag - b_len : Index(0);
+  Index hi = diag < a_len ? diag : a_len;
+  if constexpr (Ways > 2) {
+    while (hi - lo >= Index(Ways)) {
+      const Index step = (hi - lo) / Index(Ways);
+      Key ka[Ways - 1], kb[Ways - 1];
+#pragma unroll
+      for (int i = 0; i < Ways - 1; ++i) {
+        const Index m = lo + Index(i + 1) * step;
+        ka[i] = a[m];
+        kb[i] = b[diag - 1 - m];
+      }
+      // The answer is the first candidate m where comp(b[diag - 1 - m], a[m]) holds: it lies after
+      // every probe before the first that holds, and at or before that one. Probes past the first
+      // that holds are ignored, so the new range is never empty and always shrinks.
+      Index new_lo = lo, new_hi = hi;
+      bool found = false;
+#pragma unroll
+      for (int i = 0; i < Ways - 1; ++i) {
+        const Index m = lo + Index(i + 1) * step;
+        const bool take = comp(kb[i], ka[i]);
+        if (!found && take) new_hi = m;
+        if (!found && !take) new_lo = m + 1;
+        found = found || take;
+      }
+      lo = new_lo;
+      hi = new_hi;
+    }
+  }
+  while (lo < hi) {
+    const Index mid = (lo + hi) >> 1;
+    if (comp(b[diag - 1 - mid], a[mid])) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
 //! Programmatic dependent launch (sm_90): lets the next kernel of the stream be scheduled while
 //! this one finishes its last blocks, and makes this kernel wait for the previous one before it
 //! touches memory. No-ops on older devices and for kernels launched without the attribute.
@@ -160,6 +205,38 @@ __device__ __forceinline__ void store_blocked(T* g, int count, T* s, int lane, c
   }
 }
 
+//! Stores a block's blocked register items (thread t holds items [t*I, t*I + I), count <= Threads*I)
+//! to global memory coalesced, through shared memory: each warp writes its 32*I items to its own
+//! part of `s` (blocked, stride I: no bank conflicts), and after a warp barrier stores them striped,
+//! 32 consecutive items per instruction. One block barrier first (every thread may still be reading
+//! `s`), none after: the block-striped store_blocked needs two. SampleLog2 > 0: item j (global
+//! position first + j) also goes to samples[(first + j) >> SampleLog2] when that position is a
+//! multiple of 2^SampleLog2.
+template <class T, int Threads, int I, int SampleLog2 = 0>
+__device__ __forceinline__ void store_blocked_by_warp(T* g, int count, T* s, const T (&r)[I], std::size_t first = 0,
+                                                      T* samples = nullptr) {
+  __syncthreads();
+  const int base = int(threadIdx.x) * I;
+#pragma unroll
+  for (int i = 0; i < I; ++i)
+    if (base + i < count) s[base + i] = r[i];
+  __syncwarp();
+  const int warp_base = int(threadIdx.x & ~31u) * I;
+  const int lane = int(threadIdx.x & 31u);
+#pragma unroll
+  for (int i = 0; i < I; ++i) {
+    const int j = warp_base + lane + i * 32;
+    if (j < count) {
+      const T x = s[j];
+      g[j] = x;
+      if constexpr (SampleLog2 > 0) {
+        if (((first + std::size_t(j)) & ((std::size_t(1) << SampleLog2) - 1)) == 0)
+          samples[(first + std::size_t(j)) >> SampleLog2] = x;
+      }
+    }
+  }
+}
+
 //! Sorts the group's `count` blocked register items (count <= G*I), stably; the result is blocked
 //! in registers. sk/sv: the group's shared arrays of G*I items. All G threads must call it.
 template <class Key, class Value, bool HasValues, int G, int I, class Comp, class Sync>
@@ -208,10 +285,13 @@ struct group_storage {
 };
 
 //! Sorts tiles of Threads*Items items of `in` into `out` (in may equal out: a block reads its whole
-//! tile before it writes).
-template <class Key, class Value, bool HasValues, int Threads, int Items, class Comp>
+//! tile before it writes). SampleLog2 > 0: also writes samples[q >> SampleLog2] = out[q] for every
+//! output position q that is a multiple of 2^SampleLog2 (the sample index merge_split_sampled
+//! searches first).
+template <class Key, class Value, bool HasValues, int Threads, int Items, int SampleLog2, class Comp>
 __global__ void __launch_bounds__(Threads) merge_block_sort_kernel(const Key* in_k, const Value* in_v, Key* out_k,
-                                                                   Value* out_v, std::size_t n, Comp comp) {
+                                                                   Value* out_v, std::size_t n, Key* samples,
+                                                                   Comp comp) {
   merge_pdl_trigger_and_wait();
   constexpr int tile = Threads * Items;
   __shared__ group_storage<Key, Value, HasValues, tile> s;
@@ -226,24 +306,73 @@ __global__ void __launch_bounds__(Threads) merge_block_sort_kernel(const Key* in
   }
   group_sort<Key, Value, HasValues, Threads, Items>(k, v, s.keys, s.values, count, threadIdx.x, comp, sync);
   store_blocked<Key, Threads, Items>(out_k + base, count, s.keys, threadIdx.x, k, sync);
+  if constexpr (SampleLog2 > 0) {
+    // s.keys holds the sorted tile in output order (store_blocked's last barrier is behind all
+    // writes, and nothing writes s.keys after it).
+    constexpr std::size_t step = std::size_t(1) << SampleLog2;
+    const std::size_t first = (base + step - 1) >> SampleLog2;
+    for (std::size_t q = first + threadIdx.x; (q << SampleLog2) < base + std::size_t(count); q += Threads)
+      samples[q] = s.keys[(q << SampleLog2) - base];
+  }
   if constexpr (HasValues) store_blocked<Value, Threads, Items>(out_v + base, count, s.values, threadIdx.x, v, sync);
 }
 
 //! For merge pass `width` (runs [j*2w, j*2w+w) and [j*2w+w, j*2w+2w) are merged), the number of
 //! items taken from the first run of its pair before output position p, as an absolute index.
-template <class Key, class Comp>
+//! Ways > 2 searches with merge_path_wide.
+template <class Key, class Comp, int Ways = 2>
 __device__ __forceinline__ std::size_t merge_split_at(const Key* in, std::size_t n, std::size_t width,
                                                       std::size_t pair_start, std::size_t p, Comp comp) {
   const std::size_t a_end = pair_start + width < n ? pair_start + width : n;
   const std::size_t b_end = pair_start + 2 * width < n ? pair_start + 2 * width : n;
-  return pair_start + merge_path<std::size_t>(in + pair_start, a_end - pair_start, in + a_end, b_end - a_end,
-                                              p - pair_start, comp);
+  return pair_start + merge_path_wide<Ways, std::size_t>(in + pair_start, a_end - pair_start, in + a_end,
+                                                         b_end - a_end, p - pair_start, comp);
 }
 
-//! splits[j] = merge_split_at(position min(j*tile, n)) for j in [0, tiles].
-template <class Key, class Comp>
+//! merge_split_at with a sample index: samples[i] = in[i << SampleLog2] (2^SampleLog2 = S divides
+//! `width`, so both runs of a pair start on a sample). A merge path over the two runs' samples (a
+//! small array that stays in L2) estimates the split x to within 2S (the rank of a sampled key in
+//! either run is known to within S); two probes check the window [x - 2S, x + 2S] (the predicate
+//! of merge_path must be false just below it and true at its end), and the search finishes in that
+//! window: about 2 log2(4S) scattered DRAM reads per split instead of 2 log2(width). A window that
+//! fails the check (which a strict weak order cannot cause) falls back to the whole range.
+template <class Key, class Comp, int Ways, int SampleLog2>
+__device__ __forceinline__ std::size_t merge_split_sampled(const Key* in, const Key* samples, std::size_t n,
+                                                           std::size_t width, std::size_t pair_start, std::size_t p,
+                                                           Comp comp) {
+  constexpr std::size_t S = std::size_t(1) << SampleLog2;
+  const std::size_t a_end = pair_start + width < n ? pair_start + width : n;
+  const std::size_t b_end = pair_start + 2 * width < n ? pair_start + 2 * width : n;
+  const std::size_t la = a_end - pair_start, lb = b_end - a_end, d = p - pair_start;
+  const Key* a = in + pair_start;
+  const Key* b = in + a_end;
+  std::size_t lo = d > lb ? d - lb : 0;
+  std::size_t hi = d < la ? d : la;
+  if (hi - lo > 4 * S) {
+    const std::size_t xs = merge_path<std::size_t>(samples + (pair_start >> SampleLog2), (la + S - 1) >> SampleLog2,
+                                                   samples + (a_end >> SampleLog2), (lb + S - 1) >> SampleLog2,
+                                                   d >> SampleLog2, comp);
+    const std::size_t x = xs << SampleLog2;
+    const std::size_t wlo = x > lo + 2 * S ? x - 2 * S : lo;
+    const std::size_t whi = x + 2 * S < hi ? x + 2 * S : hi;
+    // merge_path's predicate at m is comp(b[d - 1 - m], a[m]); the answer is its first true m.
+    bool ok = wlo <= whi;
+    if (wlo > lo && ok) ok = !comp(b[d - wlo], a[wlo - 1]);
+    if (whi < hi && ok) ok = comp(b[d - 1 - whi], a[whi]);
+    if (ok) {
+      lo = wlo;
+      hi = whi;
+    }
+  }
+  // The search over candidates [lo, hi] only: a from lo on, the diagonal moved by lo.
+  return pair_start + lo + merge_path_wide<Ways, std::size_t>(a + lo, hi - lo, b, lb, d - lo, comp);
+}
+
+//! splits[j] = merge_split_at(position min(j*tile, n)) for j in [0, tiles]; one thread per split,
+//! searching Ways-ary (merge_path_wide), through the sample index when SampleLog2 > 0.
+template <class Key, class Comp, int Ways = 2, int SampleLog2 = 0>
 __global__ void merge_partition_kernel(const Key* in, std::size_t n, std::size_t width, std::size_t tile,
-                                       std::size_t tiles, std::size_t* splits, Comp comp) {
+                                       std::size_t tiles, std::size_t* splits, const Key* samples, Comp comp) {
   merge_pdl_trigger_and_wait();
   const std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j > tiles) return;
@@ -251,16 +380,23 @@ __global__ void merge_partition_kernel(const Key* in, std::size_t n, std::size_t
   // At a pair boundary this is the split of the pair that starts there (0 items); the merge
   // kernel takes the end of the previous pair from the run lengths instead.
   const std::size_t pair_start = p / (2 * width) * (2 * width);
-  splits[j] = merge_split_at(in, n, width, pair_start, p, comp);
+  if constexpr (SampleLog2 > 0) splits[j] = merge_split_sampled<Key, Comp, Ways, SampleLog2>(in, samples, n, width,
+                                                                                           pair_start, p, comp);
+  else splits[j] = merge_split_at<Key, Comp, Ways>(in, n, width, pair_start, p, comp);
 }
 
 //! Merges output tile [p0, p1) of a merge pass (both ends inside one pair of runs) given the
-//! absolute split a0, a1 into the pair's first run at p0 and p1.
-template <class Key, class Value, bool HasValues, int Threads, int Items, class Comp>
+//! absolute split a0, a1 into the pair's first run at p0 and p1. WarpStore: the merged tile goes out
+//! through store_blocked_by_warp (one block barrier fewer) instead of store_blocked. SampleLog2 > 0:
+//! also writes the sample index of the output (samples[q >> SampleLog2] = out[q], as in
+//! merge_block_sort_kernel).
+template <class Key, class Value, bool HasValues, int Threads, int Items, bool WarpStore = false, int SampleLog2 = 0,
+          class Comp>
 __device__ __forceinline__ void merge_tile(const Key* in_k, const Value* in_v, Key* out_k, Value* out_v,
                                            std::size_t n, std::size_t width, std::size_t p0, std::size_t p1,
                                            std::size_t a0, std::size_t a1,
-                                           group_storage<Key, Value, HasValues, Threads * Items>& s, Comp comp) {
+                                           group_storage<Key, Value, HasValues, Threads * Items>& s, Comp comp,
+                                           Key* samples = nullptr) {
   const group_sync<Threads, Threads> sync(threadIdx.x);
   const std::size_t pair_start = p0 / (2 * width) * (2 * width);
   const std::size_t a_end = pair_start + width < n ? pair_start + width : n;
@@ -311,15 +447,29 @@ __device__ __forceinline__ void merge_tile(const Key* in_k, const Value* in_v, K
     for (int i = 0; i < Items; ++i)
       if (start + i < count) v[i] = s.values[idx[i]];
   }
-  store_blocked<Key, Threads, Items>(out_k + p0, count, s.keys, threadIdx.x, k, sync);
-  if constexpr (HasValues) store_blocked<Value, Threads, Items>(out_v + p0, count, s.values, threadIdx.x, v, sync);
+  if constexpr (WarpStore) {
+    store_blocked_by_warp<Key, Threads, Items, SampleLog2>(out_k + p0, count, s.keys, k, p0, samples);
+    if constexpr (HasValues) store_blocked_by_warp<Value, Threads, Items>(out_v + p0, count, s.values, v);
+  } else {
+    store_blocked<Key, Threads, Items>(out_k + p0, count, s.keys, threadIdx.x, k, sync);
+    if constexpr (SampleLog2 > 0) {
+      // s.keys holds the tile in output order behind store_blocked's last barrier.
+      constexpr std::size_t step = std::size_t(1) << SampleLog2;
+      for (std::size_t q = ((p0 + step - 1) >> SampleLog2) + threadIdx.x; (q << SampleLog2) < p1; q += Threads)
+        samples[q] = s.keys[(q << SampleLog2) - p0];
+    }
+    if constexpr (HasValues) store_blocked<Value, Threads, Items>(out_v + p0, count, s.values, threadIdx.x, v, sync);
+  }
 }
 
 //! One device-wide merge pass: block j writes output tile j using splits[j], splits[j + 1].
-template <class Key, class Value, bool HasValues, int Threads, int Items, class Comp>
-__global__ void __launch_bounds__(Threads) merge_pass_kernel(const Key* in_k, const Value* in_v, Key* out_k,
+//! MinBlocks: resident blocks per SM asked of the register allocator (__launch_bounds__; 0 gives
+//! none, as __launch_bounds__(Threads) alone).
+template <class Key, class Value, bool HasValues, int Threads, int Items, bool WarpStore, int MinBlocks, int SampleLog2,
+          class Comp>
+__global__ void __launch_bounds__(Threads, MinBlocks) merge_pass_kernel(const Key* in_k, const Value* in_v, Key* out_k,
                                                              Value* out_v, std::size_t n, std::size_t width,
-                                                             const std::size_t* splits, Comp comp) {
+                                                             const std::size_t* splits, Key* samples, Comp comp) {
   merge_pdl_trigger_and_wait();
   constexpr int tile = Threads * Items;
   __shared__ group_storage<Key, Value, HasValues, tile> s;
@@ -331,7 +481,8 @@ __global__ void __launch_bounds__(Threads) merge_pass_kernel(const Key* in_k, co
   const std::size_t a0 = splits[blockIdx.x];
   // splits[j + 1] belongs to the next pair when this tile ends the pair.
   const std::size_t a1 = p1 == pair_end ? a_end : splits[blockIdx.x + 1];
-  merge_tile<Key, Value, HasValues, Threads, Items>(in_k, in_v, out_k, out_v, n, width, p0, p1, a0, a1, s, comp);
+  merge_tile<Key, Value, HasValues, Threads, Items, WarpStore, SampleLog2>(in_k, in_v, out_k, out_v, n, width, p0, p1,
+                                                                            a0, a1, s, comp, samples);
 }
 
 }  // namespace canopy::detail

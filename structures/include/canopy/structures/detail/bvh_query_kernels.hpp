@@ -5,6 +5,7 @@
 // [SECTION] knn         bounded max-heap of k entries per query, ordered by (distance², index)
 #pragma once
 
+#include <canopy/core/context.hpp>
 #include <canopy/core/span.hpp>
 #include <canopy/structures/bvh_queries.hpp>
 
@@ -61,12 +62,14 @@ CANOPY_HD inline void bvh_traverse_box(const bvh_view& bvh, const aabb& q, Visit
 }
 
 //! Pass 1 (out null): counts[i] = pairs of query i. Pass 2: writes them at offsets[i].
+//! Counts and offsets are 64-bit: one query meets fewer than 2^32 primitives, but the running
+//! total over all queries can pass 2^32 (overlap_offsets_in_place).
 struct overlap_functor {
   bvh_view bvh;
   span<const aabb> queries;
   bool self;
-  span<std::uint32_t> counts;         // pass 1
-  span<const std::uint32_t> offsets;  // pass 2
+  span<std::uint64_t> counts;         // pass 1
+  span<const std::uint64_t> offsets;  // pass 2
   overlap_pair* out;                  // pass 2
   CANOPY_HD void operator()(std::size_t i) const {
     const aabb q = queries[i];
@@ -77,7 +80,7 @@ struct overlap_functor {
       return;
     }
     std::uint32_t found = 0;
-    const std::uint32_t base = out ? offsets[i] : 0;
+    const std::uint64_t base = out ? offsets[i] : 0;
     bvh_traverse_box(bvh, q, [&](std::uint32_t prim) {
       if (self && prim <= qi) return;
       if (out) out[base + found] = overlap_pair{qi, prim};
@@ -86,6 +89,15 @@ struct overlap_functor {
     if (!out) counts[i] = found;
   }
 };
+
+//! overlap_pairs' middle step, in place: counts (one entry per query and a last entry that is 0)
+//! become exclusive offsets, and the last entry the total, which is returned. 64-bit throughout, so
+//! totals of 2^32 pairs and more come out exact. Synchronises once to read the total.
+std::uint64_t overlap_offsets_in_place(context& ctx, span<std::uint64_t> counts);
+
+//! Element count of overlap_pairs' output for `total` pairs; refuses (invalid_argument naming
+//! canopy::overlap_pairs and 'out') a total whose bytes size_t cannot hold.
+std::size_t overlap_output_length(std::uint64_t total);
 
 // ---------------------------------------------------------------------------------------------
 // [SECTION] knn

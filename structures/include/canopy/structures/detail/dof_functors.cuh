@@ -36,15 +36,18 @@ struct coc_and_layers {
     coc[i] = c;
     const float r = radius_of(c, max_radius);
     const unsigned blur_w = unsigned(255.f * clamp01(r - 0.5f) + 0.5f);
+    // A pixel goes to the near layer only when near pixels are separated (near_field); otherwise
+    // every pixel, in front of the focus plane or behind it, goes to the one (far) table. Its
+    // weight is its blur weight with far_weighting (in-focus pixels weigh 0), else 255:
+    //   near_field  far_weighting  far table                  near table
+    //   on          on             behind: blur_w, front: 0   front: blur_w
+    //   on          off            behind: 255, front: 0      front: 255
+    //   off         on             blur_w                     (not built)
+    //   off         off            255 (the classic table)    (not built)
     const bool is_near = c < 0.f && near_field;
-    unsigned wf, wn;
-    if (far_weighting) {
-      wf = is_near || c <= 0.f ? 0u : blur_w;
-      wn = is_near ? blur_w : 0u;
-    } else {  // classic: one table of plain colour; the near layer gets the near pixels unweighted
-      wf = is_near ? 0u : 255u;
-      wn = is_near ? 255u : 0u;
-    }
+    const unsigned w = far_weighting ? blur_w : 255u;
+    const unsigned wf = is_near ? 0u : w;
+    const unsigned wn = is_near ? w : 0u;
     const std::uint32_t p = colour[i];
     for (int k = 0; k < 3; ++k) {
       const unsigned ch = (p >> (8 * k)) & 0xffu;

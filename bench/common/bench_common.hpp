@@ -1,0 +1,262 @@
+// bench/common/bench_common.hpp — what every canopy benchmark program shares: checked numeric
+// flags, median timing, JSON text and the commit a result is recorded under. Header only; a
+// program gets it by linking canopy_bench_common (bench/common/CMakeLists.txt), which also sets
+// the configure-time commit.
+//
+// [SECTION] command line   parse_integer, parse_int, parse_uint64, split_list, command_line;
+//                          bad_flag -> exit status 2
+// [SECTION] timing         median, median_ms (context), median_ms_on_stream (raw CUDA stream)
+// [SECTION] JSON           json_escape, json_number
+// [SECTION] provenance     commit_id, utc_date
+#pragma once
+
+#include <canopy/core/config.hpp>
+#include <canopy/core/context.hpp>
+#include <canopy/core/error.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#ifndef CANOPY_BENCH_COMMIT
+#define CANOPY_BENCH_COMMIT "unknown"
+#endif
+
+namespace canopy_bench {
+
+// ---------------------------------------------------------------------------------------------
+// [SECTION] command line
+
+//! A malformed command line. Programs print what() and exit with exit_bad_command_line.
+class bad_flag : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+//! Exit status of every benchmark program for a malformed command line.
+constexpr int exit_bad_command_line = 2;
+
+//! `text` as a base-10 integer in [lo, hi]. Anything else (empty, leading blanks, trailing
+//! characters, out of range) is refused with bad_flag: "<program>: argument '<flag>': ...".
+inline long long parse_integer(const std::string& text, const char* program, const char* flag, long long lo,
+                               long long hi) {
+  const auto refuse = [&](const std::string& why) {
+    throw bad_flag(std::string(program) + ": argument '" + flag + "': '" + text + "' " + why);
+  };
+  const bool starts_well = !text.empty() && (std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '-');
+  if (!starts_well) refuse("is not an integer");
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0') refuse("is not an integer");
+  if (errno == ERANGE || v < lo || v > hi)
+    refuse("is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return v;
+}
+
+//! parse_integer() into an int in [lo, hi] (hi defaults to 1e6: counts of runs and pixels).
+inline int parse_int(const std::string& text, const char* program, const char* flag, int lo, int hi = 1000000) {
+  return int(parse_integer(text, program, flag, lo, hi));
+}
+
+//! `text` as a base-10 unsigned 64-bit integer (seeds, element counts): digits only.
+inline std::uint64_t parse_uint64(const std::string& text, const char* program, const char* flag) {
+  const auto refuse = [&](const std::string& why) {
+    throw bad_flag(std::string(program) + ": argument '" + flag + "': '" + text + "' " + why);
+  };
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    refuse("is not an unsigned integer");
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+  if (errno == ERANGE) refuse("does not fit in 64 bits");
+  return std::uint64_t(v);
+}
+
+//! The non-empty items of a comma-separated list ("a,,b" -> {"a", "b"}).
+inline std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    if (comma > start) out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+//! Walks a program's arguments, flag by flag; every refusal is a bad_flag naming the program:
+//!
+//!   canopy_bench::command_line cl(argc, argv, "canopy-sat-bench");
+//!   while (cl.next())
+//!     if (cl.is("--reps")) reps = cl.int_value(1);
+//!     else if (cl.is("--out")) out = cl.value();
+//!     else cl.refuse_unknown();
+class command_line {
+ public:
+  command_line(int argc, char** argv, const char* program) : argc_(argc), argv_(argv), program_(program) {}
+  //! Moves to the next argument; false after the last.
+  bool next() {
+    if (++i_ >= argc_) return false;
+    flag_ = argv_[i_];
+    return true;
+  }
+  const std::string& flag() const { return flag_; }
+  bool is(const char* name) const { return flag_ == name; }
+  //! The current flag's value (the next argument), consumed.
+  std::string value() {
+    if (i_ + 1 >= argc_) throw bad_flag(std::string(program_) + ": argument '" + flag_ + "': needs a value");
+    return argv_[++i_];
+  }
+  //! value() as an integer in [lo, hi] (parse_int).
+  int int_value(int lo, int hi = 1000000) { return parse_int(value(), program_, flag_.c_str(), lo, hi); }
+  //! value() as an unsigned 64-bit integer (parse_uint64).
+  std::uint64_t uint64_value() { return parse_uint64(value(), program_, flag_.c_str()); }
+  [[noreturn]] void refuse_unknown() const {
+    throw bad_flag(std::string(program_) + ": unknown argument '" + flag_ + "'");
+  }
+  const char* program() const { return program_; }
+
+ private:
+  int argc_;
+  char** argv_;
+  const char* program_;
+  int i_ = 0;
+  std::string flag_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// [SECTION] timing
+
+//! Median of `v` (the mean of the middle two for an even count); 0 for none.
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+#if CANOPY_HAS_CUDA
+//! Median milliseconds of body() on `stream` over `runs` runs (one pair of CUDA events around
+//! each) after `warmup` untimed runs and a stream synchronisation. restore(), if set, runs before
+//! every run, outside the timed region (e.g. to copy an in-place sort's input back).
+inline double median_ms_on_stream(cudaStream_t stream, int warmup, int runs, const std::function<void()>& restore,
+                                  const std::function<void()>& body) {
+  for (int i = 0; i < warmup; ++i) {
+    if (restore) restore();
+    body();
+  }
+  CANOPY_CUDA_CHECK(cudaStreamSynchronize(stream));
+  struct event_pair {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    event_pair() {
+      CANOPY_CUDA_CHECK(cudaEventCreate(&start));
+      CANOPY_CUDA_CHECK(cudaEventCreate(&stop));
+    }
+    ~event_pair() {
+      cudaEventDestroy(start);  // destructor: nothing to do about a failure
+      cudaEventDestroy(stop);
+    }
+    event_pair(const event_pair&) = delete;
+    event_pair& operator=(const event_pair&) = delete;
+  } ev;
+  std::vector<double> ms;
+  for (int i = 0; i < std::max(runs, 1); ++i) {
+    if (restore) restore();
+    CANOPY_CUDA_CHECK(cudaEventRecord(ev.start, stream));
+    body();
+    CANOPY_CUDA_CHECK(cudaEventRecord(ev.stop, stream));
+    CANOPY_CUDA_CHECK(cudaEventSynchronize(ev.stop));
+    float t = 0;
+    CANOPY_CUDA_CHECK(cudaEventElapsedTime(&t, ev.start, ev.stop));
+    ms.push_back(t);
+  }
+  return median(ms);
+}
+#endif
+
+//! Median milliseconds of body() over `runs` runs after `warmup` untimed ones; restore() as in
+//! median_ms_on_stream. CUDA: events on ctx.stream(); host: steady_clock around each call (the
+//! host backend returns when done).
+inline double median_ms(canopy::context& ctx, int warmup, int runs, const std::function<void()>& restore,
+                        const std::function<void()>& body) {
+#if CANOPY_HAS_CUDA
+  if (ctx.is_cuda()) return median_ms_on_stream(ctx.stream(), warmup, runs, restore, body);
+#endif
+  for (int i = 0; i < warmup; ++i) {
+    if (restore) restore();
+    body();
+  }
+  ctx.synchronize();
+  std::vector<double> ms;
+  for (int i = 0; i < std::max(runs, 1); ++i) {
+    if (restore) restore();
+    const auto t0 = std::chrono::steady_clock::now();
+    body();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return median(ms);
+}
+
+// ---------------------------------------------------------------------------------------------
+// [SECTION] JSON
+
+//! `s` as the inside of a JSON string: quote and backslash escaped, control characters as \u00XX.
+inline std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (u < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(u));
+      o += buf;
+    } else {
+      o += c;
+    }
+  }
+  return o;
+}
+
+//! A JSON number with 6 significant digits; null for NaN and infinities (JSON has neither).
+inline std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// ---------------------------------------------------------------------------------------------
+// [SECTION] provenance
+
+//! The commit a result is recorded under: `given` (a --commit flag) when not empty, else the
+//! CANOPY_COMMIT environment variable, else the commit at configure time (the GPU machine's copy
+//! of the tree has no .git), else "unknown".
+inline std::string commit_id(const std::string& given = std::string()) {
+  if (!given.empty()) return given;
+  if (const char* c = std::getenv("CANOPY_COMMIT"); c && *c) return c;
+  return CANOPY_BENCH_COMMIT;
+}
+
+//! Today's date in UTC, YYYY-MM-DD.
+inline std::string utc_date() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+}  // namespace canopy_bench

@@ -1,0 +1,486 @@
+// canopy-merge-tuning — merge sort variants (split search, store path, register bounds, block
+// shapes) against cub::DeviceMergeSort::SortKeys on the same u32 inputs, in one process, and where
+// the time goes (docs/performance/merge_sort.md):
+//   - each variant's median time and CUB / canopy ratio; its output is compared with CUB's (a
+//     mismatch makes the exit status 1);
+//   - per-kernel times of canopy's sort (events recorded between its launches) and of CUB's (its
+//     launches captured into a CUDA graph, then replayed one kernel at a time between events; the
+//     replay's output is checked against CUB's too);
+//   - the last merge pass in isolation: the partition kernel with 2/4/8-way searches and through
+//     sample indexes of steps 128/256/512 (all checked against the binary search's splits), the merge
+//     kernel variants, the same pass with the merge left out (load pieces, store tile: data
+//     movement and barriers only, output not meaningful) and a device-to-device copy.
+// CUDA only.
+//
+//   canopy-merge-tuning [--sizes 24,26,28] [--runs 15] [--no-breakdown]
+#include <canopy/core/buffer.hpp>
+#include <canopy/core/context.hpp>
+#include <canopy/core/merge_sort.hpp>
+
+#include <cub/device/device_merge_sort.cuh>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using K = std::uint32_t;
+using canopy::detail::merge_no_value;
+using canopy::detail::merge_shape;
+
+//! The user comparator of bench/primitives/bench_merge.cu: ascending u32, a functor neither side
+//! can specialise on.
+struct user_less_u32 {
+  __host__ __device__ bool operator()(const K& a, const K& b) const { return a < b; }
+};
+
+int g_runs = 15;
+bool g_failed = false;
+
+__global__ void fill_keys(K* k, std::size_t n, std::uint64_t seed) {
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    std::uint64_t z = seed + i * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    k[i] = K(z ^ (z >> 31));
+  }
+}
+
+__global__ void count_mismatches(const K* a, const K* b, std::size_t n, unsigned long long* count) {
+  unsigned long long c = 0;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    c += a[i] != b[i];
+  if (c) atomicAdd(count, c);
+}
+
+std::size_t mismatches(canopy::context& ctx, const K* a, const K* b, std::size_t n) {
+  canopy::buffer<unsigned long long> c(ctx, 1);
+  c.fill_bytes(0);
+  count_mismatches<<<1024, 256, 0, ctx.stream()>>>(a, b, n, c.data());
+  CANOPY_CUDA_CHECK(cudaGetLastError());
+  return std::size_t(c.to_host()[0]);
+}
+
+double median(std::vector<float> t) {
+  std::sort(t.begin(), t.end());
+  return t.empty() ? 0.0 : t[t.size() / 2];
+}
+
+//! Median over g_runs of f() timed with events; prep() runs untimed before each (input restore).
+template <class P, class F>
+double median_ms(canopy::context& ctx, P&& prep, F&& f) {
+  cudaEvent_t a, b;
+  CANOPY_CUDA_CHECK(cudaEventCreate(&a));
+  CANOPY_CUDA_CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) {  // warm-up: pool growth, module load
+    prep();
+    f();
+  }
+  std::vector<float> t;
+  for (int i = 0; i < g_runs; ++i) {
+    prep();
+    CANOPY_CUDA_CHECK(cudaEventRecord(a, ctx.stream()));
+    f();
+    CANOPY_CUDA_CHECK(cudaEventRecord(b, ctx.stream()));
+    CANOPY_CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CANOPY_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  CANOPY_CUDA_CHECK(cudaEventDestroy(a));
+  CANOPY_CUDA_CHECK(cudaEventDestroy(b));
+  return median(t);
+}
+
+//! Per-launch medians of a launch sequence: launch(record) must call record() after each launch.
+template <class P, class L>
+std::vector<double> per_launch_ms(canopy::context& ctx, P&& prep, L&& launch) {
+  std::vector<cudaEvent_t> ev(128);
+  for (auto& e : ev) CANOPY_CUDA_CHECK(cudaEventCreate(&e));
+  std::vector<std::vector<float>> t;
+  for (int r = 0; r < g_runs + 2; ++r) {
+    prep();
+    std::size_t i = 0;
+    CANOPY_CUDA_CHECK(cudaEventRecord(ev[i++], ctx.stream()));
+    launch([&] {
+      if (i < ev.size()) CANOPY_CUDA_CHECK(cudaEventRecord(ev[i++], ctx.stream()));
+    });
+    CANOPY_CUDA_CHECK(cudaEventSynchronize(ev[i - 1]));
+    if (r < 2) continue;  // warm-up
+    t.resize(i - 1);
+    for (std::size_t j = 0; j + 1 < i; ++j) {
+      float ms = 0;
+      CANOPY_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[j], ev[j + 1]));
+      t[j].push_back(ms);
+    }
+  }
+  for (auto& e : ev) CANOPY_CUDA_CHECK(cudaEventDestroy(e));
+  std::vector<double> m;
+  for (auto& v : t) m.push_back(median(v));
+  return m;
+}
+
+struct sort_case {
+  canopy::context& ctx;
+  int lg;
+  std::size_t n;
+  canopy::buffer<K>& pristine;
+  canopy::buffer<K>& keys;
+  canopy::buffer<K>& ref;  // CUB's result
+  double cub_ms;
+  double copy_ms;
+
+  void restore() {
+    CANOPY_CUDA_CHECK(
+        cudaMemcpyAsync(keys.data(), pristine.data(), n * sizeof(K), cudaMemcpyDeviceToDevice, ctx.stream()));
+  }
+
+  template <class Shape>
+  double run(const char* label) {
+    const double ms = median_ms(ctx, [&] { restore(); }, [&] {
+      canopy::detail::merge_sort_cuda<K, merge_no_value, false, Shape>(ctx, keys.data(), nullptr, n, user_less_u32{});
+    });
+    const std::size_t bad = mismatches(ctx, keys.data(), ref.data(), n);
+    std::printf("merge_sort_u32 n=2^%d %-44s %8.4f ms  CUB %8.4f ms  CUB/canopy %.3f  %s\n", lg, label, ms, cub_ms,
+                cub_ms / ms, bad ? "MISMATCH" : "ok");
+    if (bad) {
+      std::printf("  %zu keys differ from CUB's\n", bad);
+      g_failed = true;
+    }
+    return ms;
+  }
+
+  //! canopy's per-kernel split (events between launches, which also stops PDL overlap).
+  template <class Shape>
+  void breakdown(const char* label) {
+    const auto t = per_launch_ms(ctx, [&] { restore(); }, [&](auto record) {
+      canopy::detail::merge_sort_cuda<K, merge_no_value, false, Shape>(ctx, keys.data(), nullptr, n, user_less_u32{},
+                                                                       [&](int) { record(); });
+    });
+    const std::size_t bad = mismatches(ctx, keys.data(), ref.data(), n);
+    double part = 0, merge = 0;
+    std::string passes;
+    for (std::size_t i = 1; i + 1 < t.size(); i += 2) {
+      part += t[i];
+      merge += t[i + 1];
+      char b[64];
+      std::snprintf(b, sizeof b, " %.3f+%.3f", t[i], t[i + 1]);
+      passes += b;
+    }
+    const std::size_t np = (t.size() - 1) / 2;
+    std::printf("canopy split n=2^%d %s: tile sort %.4f ms, %zu passes: partitions %.4f ms, merges %.4f ms (%.4f per "
+                "pass, %.0f%% of copy); sum %.4f ms; %s\n  per pass (partition+merge):%s\n",
+                lg, label, t[0], np, part, merge, np ? merge / np : 0.0, np ? 100.0 * copy_ms / (merge / np) : 0.0,
+                t[0] + part + merge, bad ? "MISMATCH" : "ok", passes.c_str());
+    if (bad) g_failed = true;
+  }
+};
+
+//! CUB's per-kernel split: its launches captured into a graph, then each kernel node launched on
+//! its own between events (same order, same arguments).
+void cub_breakdown(canopy::context& ctx, sort_case& c, void* temp, std::size_t bytes) {
+  cudaStream_t s = ctx.stream();
+  cudaGraph_t g;
+  CANOPY_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  CANOPY_CUDA_CHECK(cub::DeviceMergeSort::SortKeys(temp, bytes, c.keys.data(), std::int64_t(c.n), user_less_u32{}, s));
+  CANOPY_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+  std::size_t count = 1;
+  cudaGraphNode_t node;
+  CANOPY_CUDA_CHECK(cudaGraphGetRootNodes(g, &node, &count));
+  std::vector<cudaKernelNodeParams> kernels;
+  std::vector<std::string> names;
+  bool chain = count == 1;
+  while (chain) {
+    cudaGraphNodeType type;
+    CANOPY_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
+    if (type == cudaGraphNodeTypeKernel) {
+      cudaKernelNodeParams p;
+      CANOPY_CUDA_CHECK(cudaGraphKernelNodeGetParams(node, &p));
+      if (p.extra) {
+        chain = false;
+        break;
+      }
+      kernels.push_back(p);
+      const char* name = nullptr;
+      if (cudaFuncGetName(&name, p.func) != cudaSuccess || !name) name = "?";
+      names.push_back(name);
+    } else {
+      std::printf("  (CUB graph holds a node of type %d, not replayed)\n", int(type));
+    }
+    cudaGraphNode_t next[4];
+    cudaGraphEdgeData edges[4];
+    std::size_t nn = 4;
+    CANOPY_CUDA_CHECK(cudaGraphNodeGetDependentNodes(node, next, edges, &nn));
+    if (nn == 0) break;
+    if (nn != 1) chain = false;
+    node = next[0];
+  }
+  if (!chain || kernels.empty()) {
+    std::printf("cub split n=2^%d: the captured graph is no chain of plain kernel nodes; skipped\n", c.lg);
+    CANOPY_CUDA_CHECK(cudaGraphDestroy(g));
+    return;
+  }
+  const auto t = per_launch_ms(ctx, [&] { c.restore(); }, [&](auto record) {
+    for (auto& p : kernels) {
+      CANOPY_CUDA_CHECK(cudaLaunchKernel(p.func, p.gridDim, p.blockDim, p.kernelParams, p.sharedMemBytes, s));
+      record();
+    }
+  });
+  const std::size_t bad = mismatches(ctx, c.keys.data(), c.ref.data(), c.n);
+  double sort = 0, part = 0, merge = 0;
+  int np = 0;
+  std::string passes;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const std::string& nm = names[i];
+    if (nm.find("BlockSort") != std::string::npos) sort += t[i];
+    else if (nm.find("Partition") != std::string::npos) part += t[i];
+    else if (nm.find("Merge") != std::string::npos) {
+      merge += t[i];
+      ++np;
+    }
+    char b[32];
+    std::snprintf(b, sizeof b, " %.3f", t[i]);
+    passes += b;
+  }
+  std::printf("cub split n=2^%d: %zu kernels (first: %.60s; block %u x grid %u); block sort %.4f ms, %d passes: "
+              "partitions %.4f ms, merges %.4f ms (%.4f per pass, %.0f%% of copy); sum %.4f ms; replay %s\n"
+              "  per kernel:%s\n",
+              c.lg, kernels.size(), names[0].c_str(), kernels[0].blockDim.x, kernels[0].gridDim.x, sort, np, part,
+              merge, np ? merge / np : 0.0, np ? 100.0 * c.copy_ms / (merge / np) : 0.0, sort + part + merge,
+              bad ? "MISMATCH" : "ok", passes.c_str());
+  if (kernels.size() > 2)
+    std::printf("  CUB merge kernel: block %u x grid %u, smem %u\n", kernels[2].blockDim.x, kernels[2].gridDim.x,
+                kernels[2].sharedMemBytes);
+  if (bad) g_failed = true;
+  CANOPY_CUDA_CHECK(cudaGraphDestroy(g));
+}
+
+__global__ void take_samples(const K* in, std::size_t n, int log2_step, K* samples) {
+  for (std::size_t q = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; (q << log2_step) < n;
+       q += std::size_t(gridDim.x) * blockDim.x)
+    samples[q] = in[q << log2_step];
+}
+
+//! merge_pass_kernel with the merge left out: the same loads of the two pieces into shared memory,
+//! a blocked read-back, and the same store; output = the pieces unmerged (timing only).
+template <int Threads, int Items, bool WarpStore>
+__global__ void __launch_bounds__(Threads) pass_without_merge(const K* in, K* out, std::size_t n, std::size_t width,
+                                                              const std::size_t* splits) {
+  constexpr int tile = Threads * Items;
+  __shared__ K s[tile];
+  const std::size_t p0 = std::size_t(blockIdx.x) * tile;
+  const std::size_t p1 = p0 + tile < n ? p0 + tile : n;
+  const std::size_t pair_start = p0 / (2 * width) * (2 * width);
+  const std::size_t pair_end = pair_start + 2 * width < n ? pair_start + 2 * width : n;
+  const std::size_t a_end = pair_start + width < n ? pair_start + width : n;
+  const std::size_t a0 = splits[blockIdx.x];
+  const std::size_t a1 = p1 == pair_end ? a_end : splits[blockIdx.x + 1];
+  const int count = int(p1 - p0);
+  const std::size_t b0 = a_end + (p0 - pair_start) - (a0 - pair_start);
+  const int a_len = int(a1 - a0);
+  const std::size_t last = n - 1;
+  K tmp[Items];
+#pragma unroll
+  for (int i = 0; i < Items; ++i) {
+    const int j = threadIdx.x + i * Threads;
+    if (j < count) tmp[i] = j < a_len ? in[a0 + j] : in[b0 + (j - a_len) < last ? b0 + (j - a_len) : last];
+  }
+#pragma unroll
+  for (int i = 0; i < Items; ++i) {
+    const int j = threadIdx.x + i * Threads;
+    if (j < count) s[j] = tmp[i];
+  }
+  __syncthreads();
+  K k[Items];
+#pragma unroll
+  for (int i = 0; i < Items; ++i) {
+    const int j = int(threadIdx.x) * Items + i;
+    k[i] = s[j < count ? j : 0];
+  }
+  if constexpr (WarpStore) {
+    canopy::detail::store_blocked_by_warp<K, Threads, Items>(out + p0, count, s, k);
+  } else {
+    const canopy::detail::group_sync<Threads, Threads> sync(threadIdx.x);
+    canopy::detail::store_blocked<K, Threads, Items>(out + p0, count, s, threadIdx.x, k, sync);
+  }
+}
+
+//! The last merge pass alone, on its real input (two sorted runs of the pass's width).
+void last_pass(canopy::context& ctx, sort_case& c) {
+  constexpr int sort_tile = 512 * 23, threads = 256, items = 23, tile = threads * items;
+  const std::size_t n = c.n;
+  std::size_t w = sort_tile;
+  while (2 * w < n) w *= 2;
+  // Input: [0, w) and [w, n) each sorted.
+  canopy::buffer<K> runs(ctx, n), out(ctx, n);
+  CANOPY_CUDA_CHECK(cudaMemcpyAsync(runs.data(), c.pristine.data(), n * sizeof(K), cudaMemcpyDeviceToDevice, ctx.stream()));
+  canopy::merge_sort_keys(ctx, canopy::span<K>(runs.data(), w, ctx.space()), user_less_u32{});
+  canopy::merge_sort_keys(ctx, canopy::span<K>(runs.data() + w, n - w, ctx.space()), user_less_u32{});
+  const std::size_t tiles = (n + tile - 1) / tile;
+  canopy::buffer<std::size_t> splits(ctx, tiles + 1);
+  cudaStream_t s = ctx.stream();
+  const unsigned pblocks = unsigned((tiles + 1 + 255) / 256);
+  const auto none = [] {};
+  using canopy::detail::merge_partition_kernel;
+  // Sample indexes of the runs for steps 128, 256, 512 (what the tile sort and merge passes write).
+  canopy::buffer<K> smp7(ctx, (n >> 7) + 1), smp8(ctx, (n >> 8) + 1), smp9(ctx, (n >> 9) + 1);
+  take_samples<<<1024, 256, 0, s>>>(runs.data(), n, 7, smp7.data());
+  take_samples<<<1024, 256, 0, s>>>(runs.data(), n, 8, smp8.data());
+  take_samples<<<1024, 256, 0, s>>>(runs.data(), n, 9, smp9.data());
+  CANOPY_CUDA_CHECK(cudaGetLastError());
+  const K* smp = nullptr;
+  const auto part = [&](auto kernel) {
+    return median_ms(ctx, none, [&] {
+      kernel<<<pblocks, 256, 0, s>>>(runs.data(), n, w, std::size_t(tile), tiles, splits.data(), smp, user_less_u32{});
+    });
+  };
+  // Every search must give the binary search's splits.
+  bool same = true;
+  std::vector<std::size_t> want;
+  const auto check = [&] {
+    if (want.empty()) want = splits.to_host();
+    else if (splits.to_host() != want) same = false;
+  };
+  const double p2 = part(merge_partition_kernel<K, user_less_u32, 2, 0>);
+  check();
+  const double p4 = part(merge_partition_kernel<K, user_less_u32, 4, 0>);
+  check();
+  const double p8 = part(merge_partition_kernel<K, user_less_u32, 8, 0>);
+  check();
+  smp = smp7.data();
+  const double ps7 = part(merge_partition_kernel<K, user_less_u32, 2, 7>);
+  check();
+  smp = smp8.data();
+  const double ps8 = part(merge_partition_kernel<K, user_less_u32, 2, 8>);
+  check();
+  const double ps8w4 = part(merge_partition_kernel<K, user_less_u32, 4, 8>);
+  check();
+  smp = smp9.data();
+  const double ps9 = part(merge_partition_kernel<K, user_less_u32, 2, 9>);
+  check();
+  if (!same) g_failed = true;
+  std::printf("last pass n=2^%d: partition with sample index: step 128 %.4f, 256 %.4f (4-way in window %.4f), 512 "
+              "%.4f ms (vs binary %.4f ms)\n",
+              c.lg, ps7, ps8, ps8w4, ps9, p2);
+  const auto merge = [&](auto kernel) {
+    const double ms = median_ms(ctx, none, [&] {
+      kernel<<<unsigned(tiles), threads, 0, s>>>(runs.data(), static_cast<const merge_no_value*>(nullptr), out.data(),
+                                                 static_cast<merge_no_value*>(nullptr), n, w, splits.data(),
+                                                 static_cast<K*>(nullptr), user_less_u32{});
+    });
+    return ms;
+  };
+  using canopy::detail::merge_pass_kernel;
+  const double m_base = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, false, 0, 0, user_less_u32>);
+  const std::size_t bad = mismatches(ctx, out.data(), c.ref.data(), n);
+  if (bad) g_failed = true;
+  const double m_ws = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, true, 0, 0, user_less_u32>);
+  const double m_ws5 = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, true, 5, 0, user_less_u32>);
+  const double m_ws6 = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, true, 6, 0, user_less_u32>);
+  const double m_6 = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, false, 6, 0, user_less_u32>);
+  const auto nomerge = [&](auto kernel) {
+    return median_ms(ctx, none, [&] { kernel<<<unsigned(tiles), threads, 0, s>>>(runs.data(), out.data(), n, w, splits.data()); });
+  };
+  const double nm = nomerge(pass_without_merge<threads, items, false>);
+  const double nm_ws = nomerge(pass_without_merge<threads, items, true>);
+  std::printf("last pass n=2^%d width %zu, %zu tiles of %d: copy %.4f ms; partition 2-way %.4f, 4-way %.4f, 8-way "
+              "%.4f ms (splits %s); merge: base %.4f (%s), warp store %.4f, +minblocks 5 %.4f, +minblocks 6 %.4f, "
+              "minblocks 6 alone %.4f ms; without the merge: %.4f, warp store %.4f ms\n",
+              c.lg, w, tiles, tile, c.copy_ms, p2, p4, p8, same ? "agree" : "DIFFER", m_base,
+              bad ? "MISMATCH" : "ok", m_ws, m_ws5, m_ws6, m_6, nm, nm_ws);
+}
+
+void sweep(canopy::context& ctx, int lg, bool with_breakdown) {
+  const std::size_t n = std::size_t(1) << lg;
+  canopy::buffer<K> pristine(ctx, n), keys(ctx, n), ref(ctx, n);
+  fill_keys<<<1024, 256, 0, ctx.stream()>>>(pristine.data(), n, 0x5eed0000ull + lg);
+  CANOPY_CUDA_CHECK(cudaGetLastError());
+  std::size_t bytes = 0;
+  CANOPY_CUDA_CHECK(cub::DeviceMergeSort::SortKeys(nullptr, bytes, ref.data(), std::int64_t(n), user_less_u32{},
+                                                   ctx.stream()));
+  canopy::buffer<unsigned char> temp(ctx, bytes);
+  const auto restore_ref = [&] {
+    CANOPY_CUDA_CHECK(cudaMemcpyAsync(ref.data(), pristine.data(), n * sizeof(K), cudaMemcpyDeviceToDevice, ctx.stream()));
+  };
+  const double cub_ms = median_ms(ctx, restore_ref, [&] {
+    CANOPY_CUDA_CHECK(cub::DeviceMergeSort::SortKeys(temp.data(), bytes, ref.data(), std::int64_t(n), user_less_u32{},
+                                                     ctx.stream()));
+  });
+  const double copy_ms = median_ms(ctx, [] {}, [&] {
+    CANOPY_CUDA_CHECK(cudaMemcpyAsync(keys.data(), pristine.data(), n * sizeof(K), cudaMemcpyDeviceToDevice, ctx.stream()));
+  });
+  std::printf("n=2^%d: CUB SortKeys %.4f ms (%.2f Gkeys/s); copy of n keys %.4f ms (%.1f GB/s read+write)\n", lg,
+              cub_ms, n / (cub_ms * 1e6), copy_ms, 2.0 * n * sizeof(K) / (copy_ms * 1e6));
+  sort_case c{ctx, lg, n, pristine, keys, ref, cub_ms, copy_ms};
+
+  using shipped = canopy::detail::merge_sort_tuning<K, merge_no_value, false>::shape;
+  // The default before runs 6-7 (block store, no register bound: 48 registers). Runs 6 and 7 used
+  // an explicit minimum of 1 block here, which compiles to 56 registers (4 blocks per SM).
+  using earlier = merge_shape<512, 256, 23, 2, false, 0, 27, 0>;
+  c.run<shipped>("default (merge_sort_tuning)");
+  c.run<earlier>("earlier default: binary split, block store");
+  c.run<merge_shape<512, 256, 23, 2, true, 5, 27, 0>>("warp store, minblocks 5, PDL < 2^27");
+  c.run<merge_shape<512, 256, 23, 2, true, 5, 0, 0>>("warp store, minblocks 5, PDL never");
+  c.run<merge_shape<512, 256, 23, 2, true, 5, 0, 8>>("+ samples 256, PDL never");
+  c.run<merge_shape<512, 256, 23, 2, true, 5, 31, 8>>("+ samples 256, PDL always");
+  c.run<merge_shape<512, 256, 23, 2, true, 5, 25, 7>>("+ samples 128, PDL < 2^25");
+  c.run<merge_shape<512, 256, 23, 2, true, 5, 25, 9>>("+ samples 512, PDL < 2^25");
+  c.run<merge_shape<512, 256, 23, 4, true, 5, 25, 8>>("+ samples 256, 4-way in window, PDL < 2^25");
+  c.run<merge_shape<512, 256, 23, 2, false, 1, 25, 8>>("samples 256, block store, minblocks 1 (80 registers)");
+  c.run<merge_shape<512, 256, 23, 2, false, 1, 27, 0>>("block store, minblocks 1 (56 registers)");
+  c.run<shipped>("default again (drift check)");
+  c.run<earlier>("earlier default again (drift check)");
+  if (!with_breakdown) return;
+  c.breakdown<earlier>("earlier default");
+  c.breakdown<shipped>("default");
+  cub_breakdown(ctx, c, temp.data(), bytes);
+  last_pass(ctx, c);
+}
+
+std::vector<int> parse_sizes(const char* s) {
+  std::vector<int> v;
+  for (const char* p = s; *p;) {
+    v.push_back(std::atoi(p));
+    while (*p && *p != ',') ++p;
+    if (*p) ++p;
+  }
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> sizes{24, 26, 28};
+  bool with_breakdown = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--sizes" && i + 1 < argc) sizes = parse_sizes(argv[++i]);
+    else if (a == "--runs" && i + 1 < argc) g_runs = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--no-breakdown") with_breakdown = false;
+    else {
+      std::fprintf(stderr, "usage: canopy-merge-tuning [--sizes 24,26,28] [--runs 15] [--no-breakdown]\n");
+      return 2;
+    }
+  }
+  try {
+    canopy::context ctx(canopy::backend_request::cuda);
+    std::printf("%s\n", ctx.description().c_str());
+    for (int lg : sizes) {
+      if (lg < 16 || lg > 30) {
+        std::fprintf(stderr, "canopy-merge-tuning: size 2^%d out of range 16..30\n", lg);
+        return 2;
+      }
+      sweep(ctx, lg, with_breakdown);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "canopy-merge-tuning: %s\n", e.what());
+    return 1;
+  }
+  if (g_failed) std::fprintf(stderr, "canopy-merge-tuning: a result differed from CUB's (or the split searches disagreed)\n");
+  return g_failed ? 1 : 0;
+}
