@@ -1,19 +1,29 @@
 // canopy-sat-phases: a measuring harness for the single-pass SAT kernel (not a benchmark of the
 // public API; canopy-sat-bench is that). It launches template variants of
 // detail::sat::sat_single_pass_kernel directly:
-//   prefetch-diag   - the persistent prefetching kernel, tiles in anti-diagonal order (RGBA8's path)
+//   prefetch-diag   - the persistent prefetching kernel, tiles in anti-diagonal order, polling every
+//                     lane of a look-back window (main's RGBA8 path at 789441f: the reference)
 //   prefetch-raster - the same with tiles in raster order (the library's order before 2026-11-22)
-//   tile-diag       - one tile per block from the counter, anti-diagonal order (RGBA32F's path;
-//                     also timed for RGBA8)
+//   prefetch-lean   - prefetch-diag with lean polling (look_back_poll::lean; the library's RGBA8 path)
+//   tile-diag       - one tile per block from the counter, anti-diagonal order, all lanes polling
+//                     (main's RGBA32F path at 789441f: the reference)
 //   tile-raster     - the same in raster order
+//   tile-lean       - tile-diag with lean polling (the library's RGBA32F path)
+// For RGBA32F the prefetch variants copy each warp row with 512 contiguous bytes per cp.async
+// instruction (prefetch_slot); the library does not take them.
 // (Variants measured with this harness and dropped, docs/sat.md: a band-walking mode at 295b3dd,
-// batched / lane-parallel look-backs at 82c9229. Add a template variant to the kernel and a case
-// here to measure the next idea the same way.)
+// batched / lane-parallel look-backs at 82c9229; release / acquire flags, registers capped for 3
+// blocks per SM, the tile kept in shared memory with its prefixes computed twice for 3 or 4 blocks
+// per SM, and a __nanosleep backoff while polling at 79676a8. Add a template variant to the kernel
+// and a case here to measure the next idea the same way.)
 // Each variant is checked exactly (u32) or within the float bound (f32) against a CPU reference at
 // odd and large sizes, timed (median of 25 CUDA-event runs after 3 warm-ups, flag memset included)
 // against a device-to-device copy of a table-sized buffer, and, in a Measure build of the same
 // variant, its per-tile phase stamps (clock64 / globaltimer, see detail::sat::phase_stamp) are
-// summarised: where a tile's time goes.
+// summarised: where a tile's time goes. Each kernel's registers, spills and blocks per SM are
+// printed once.
+// Usage: canopy-sat-phases [--small | --big] [variant,variant,...]  (a list limits the variants
+// timed at 1080p, 4K and 8K; the odd sizes check all).
 #include "common/bench_common.hpp"
 
 #include <canopy/core/config.hpp>
@@ -49,17 +59,21 @@ namespace {
 int g_sms = 0;
 bool g_ok = true;
 
-enum class variant { prefetch_diagonal, prefetch_raster, tile_diagonal, tile_raster };
+enum class variant { prefetch_diagonal, prefetch_raster, prefetch_lean, tile_diagonal, tile_raster, tile_lean, last = tile_lean };
 const char* name_of(variant v) {
   switch (v) {
     case variant::prefetch_diagonal: return "prefetch-diag";
     case variant::prefetch_raster: return "prefetch-raster";
+    case variant::prefetch_lean: return "prefetch-lean";
     case variant::tile_diagonal: return "tile-diag";
     case variant::tile_raster: return "tile-raster";
+    case variant::tile_lean: return "tile-lean";
   }
   return "?";
 }
-bool prefetches(variant v) { return v == variant::prefetch_diagonal || v == variant::prefetch_raster; }
+bool prefetches(variant v) {
+  return v == variant::prefetch_diagonal || v == variant::prefetch_raster || v == variant::prefetch_lean;
+}
 
 template <class In, class Table, int C>
 struct runner {
@@ -72,7 +86,7 @@ struct runner {
   unsigned long long* stamps = nullptr;
   std::size_t stamp_tiles = 0;
 
-  template <bool Prefetch, bool Measure, k::tile_order Order>
+  template <bool Prefetch, bool Measure, k::tile_order Order, k::look_back_poll Poll>
   unsigned launch(cudaStream_t s, unsigned long long* st) {
     constexpr int TR = k::tile_rows;
     const int tiles_x = (w + k::tile_cols - 1) / k::tile_cols;
@@ -87,12 +101,18 @@ struct runner {
     CK(cudaMemsetAsync(scratch, 0, layout.zeroed_bytes, s));
     k::tile_descriptors<Table> d = k::carve_descriptors<Table, C>(scratch, layout);
     d.stamps = st;
-    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure, Order>;
+    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure, Order, Poll>;
     const int dyn = Prefetch ? k::prefetch_bytes<In, C>() : 0;
+    constexpr bool lean = Poll == k::look_back_poll::lean;
     static int per_sm = -1;
     if (per_sm < 0) {
       CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, std::max(dyn, 1)));
       CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::block_threads, dyn));
+      cudaFuncAttributes fa;
+      CK(cudaFuncGetAttributes(&fa, kernel));
+      std::printf("  [kernel %s%s%s: %d registers, %zu B local (spills), %zu B static shared, %d B dynamic, %d blocks/SM]\n",
+                  Prefetch ? "prefetch" : "tile", Measure ? " measure" : "", lean ? " lean" : "", fa.numRegs, fa.localSizeBytes,
+                  fa.sharedSizeBytes, dyn, per_sm);
     }
     std::size_t blocks = tiles;
     if (Prefetch) blocks = std::min<std::size_t>(tiles, std::size_t(per_sm) * g_sms);
@@ -104,23 +124,27 @@ struct runner {
     return unsigned(per_sm);
   }
 
-  template <bool Prefetch, k::tile_order Order>
+  template <bool Prefetch, k::tile_order Order, k::look_back_poll Poll = k::look_back_poll::all>
   unsigned launch_measured(cudaStream_t s, bool measure) {
-    return measure ? launch<Prefetch, true, Order>(s, stamps) : launch<Prefetch, false, Order>(s, nullptr);
+    return measure ? launch<Prefetch, true, Order, Poll>(s, stamps) : launch<Prefetch, false, Order, Poll>(s, nullptr);
   }
 
   unsigned run(variant v, cudaStream_t s, bool measure) {
     using o = k::tile_order;
-    constexpr bool can_prefetch = k::prefetch_units<In, C>() == 1;
-    if constexpr (can_prefetch) {
+    constexpr auto lean = k::look_back_poll::lean;
+    if constexpr (k::prefetch_units<In, C>() > 0) {
       switch (v) {
         case variant::prefetch_diagonal: return launch_measured<true, o::diagonal>(s, measure);
         case variant::prefetch_raster: return launch_measured<true, o::raster>(s, measure);
+        case variant::prefetch_lean: return launch_measured<true, o::diagonal, lean>(s, measure);
         default: break;
       }
     }
-    return v == variant::tile_raster ? launch_measured<false, o::raster>(s, measure)
-                                     : launch_measured<false, o::diagonal>(s, measure);
+    switch (v) {
+      case variant::tile_raster: return launch_measured<false, o::raster>(s, measure);
+      case variant::tile_lean: return launch_measured<false, o::diagonal, lean>(s, measure);
+      default: return launch_measured<false, o::diagonal>(s, measure);
+    }
   }
 };
 
@@ -194,6 +218,8 @@ void summarise(const char* label, const std::vector<unsigned long long>& st, std
                        {"row look-back (warp 0)", stamp_barrier1, stamp_rows_done},
                        {"corner look-back (warp 1)", stamp_barrier1, stamp_corner_done},
                        {"column look-back (warp 4)", stamp_barrier1, stamp_cols_done},
+                       {"row aggregate published (warp 0)", stamp_barrier1, stamp_rows_published},
+                       {"col aggregate published (warp 4)", stamp_barrier1, stamp_cols_published},
                        {"barrier1 -> barrier 2 passed", stamp_barrier1, stamp_barrier2},
                        {"stores (barrier 2 -> issued)", stamp_barrier2, stamp_stored},
                        {"tile total", stamp_start, stamp_stored}};
@@ -239,8 +265,8 @@ void run_case(const char* cname, int w, int h, const std::vector<variant>& vars,
   std::vector<Table> got(n);
   for (variant v : vars) {
     // Prefetching variants need rows of whole 16-byte units (cudaMalloc'd images are aligned).
-    const bool prefetch = prefetches(v);
-    if (prefetch && (std::size_t(w) * C * sizeof(In)) % 16 != 0) continue;
+    constexpr int units = k::prefetch_units<In, C>();
+    if (prefetches(v) && (units == 0 || (std::size_t(w) * C * sizeof(In)) % 16 != 0)) continue;
     runner<In, Table, C> r{w, h, d_img, d_tab, d_off};
     CK(cudaMemset(d_tab, 0, n * sizeof(Table)));
     const unsigned per_sm = r.run(v, s, false);
@@ -290,25 +316,55 @@ void run_case(const char* cname, int w, int h, const std::vector<variant>& vars,
   CK(cudaFree(d_off));
 }
 
+//! The variants named in a comma-separated list; false if a name is unknown.
+bool parse_variants(const std::string& list, std::vector<variant>& out) {
+  for (const std::string& name : canopy_bench::split_list(list)) {
+    bool found = false;
+    for (int i = 0; i <= int(variant::last); ++i)
+      if (name == name_of(variant(i))) {
+        out.push_back(variant(i));
+        found = true;
+      }
+    if (!found) return false;
+  }
+  return !out.empty();
+}
+
+std::vector<variant> only(const std::vector<variant>& want, const std::vector<variant>& filter) {
+  if (filter.empty()) return want;
+  std::vector<variant> out;
+  for (variant v : want)
+    if (std::find(filter.begin(), filter.end(), v) != filter.end()) out.push_back(v);
+  return out;
+}
+
 }  // namespace
 
 // CUDA failures inside the shared timing throw canopy::cuda_error (the CK checks here exit).
 int main(int argc, char** argv) try {
   // --small: the odd sizes only; --big: the odd sizes, then 4K and 8K (timed, with phase stamps).
-  const std::string mode = argc > 1 ? argv[1] : "";
-  if (argc > 2 || !(mode.empty() || mode == "--small" || mode == "--big")) {
-    std::fprintf(stderr, "usage: canopy-sat-phases [--small | --big]\n");
-    return canopy_bench::exit_bad_command_line;
+  // A comma-separated list of variant names limits the variants (the odd sizes still check all).
+  bool small_only = false, big_only = false;
+  std::vector<variant> filter;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--small" && !big_only) small_only = true;
+    else if (a == "--big" && !small_only) big_only = true;
+    else if (!filter.empty() || !parse_variants(a, filter)) {
+      std::fprintf(stderr, "usage: canopy-sat-phases [--small | --big] [variant,variant,...]\n  variants:");
+      for (int v = 0; v <= int(variant::last); ++v) std::fprintf(stderr, " %s", name_of(variant(v)));
+      std::fprintf(stderr, "\n");
+      return canopy_bench::exit_bad_command_line;
+    }
   }
-  const bool small_only = mode == "--small";
-  const bool big_only = mode == "--big";
   cudaDeviceProp p;
   CK(cudaGetDeviceProperties(&p, 0));
   g_sms = p.multiProcessorCount;
   std::printf("canopy-sat-phases on %s (%d SMs)\n", p.name, g_sms);
-  const std::vector<variant> u8v = {variant::prefetch_diagonal, variant::prefetch_raster, variant::tile_diagonal,
-                                    variant::tile_raster};
-  const std::vector<variant> f32v = {variant::tile_diagonal, variant::tile_raster};
+  const std::vector<variant> u8v = {variant::prefetch_diagonal, variant::prefetch_lean, variant::prefetch_raster,
+                                    variant::tile_diagonal, variant::tile_lean, variant::tile_raster};
+  const std::vector<variant> f32v = {variant::tile_diagonal, variant::tile_lean, variant::prefetch_diagonal,
+                                     variant::prefetch_lean, variant::tile_raster};
   const std::pair<int, int> odd[] = {{1, 1}, {4, 1}, {33, 31}, {36, 31}, {132, 33}, {1028, 67}, {260, 9000}};
   for (auto [w, h] : odd) {
     run_case<std::uint8_t, std::uint32_t, 4>("rgba8->u32", w, h, u8v, false, false);
@@ -319,8 +375,8 @@ int main(int argc, char** argv) try {
   for (auto [w, h] : {std::pair{1920, 1080}, std::pair{3840, 2160}, std::pair{7680, 4320}}) {
     const bool big = w >= 3840;
     if (big_only && !big) continue;
-    run_case<std::uint8_t, std::uint32_t, 4>("rgba8->u32", w, h, u8v, true, big);
-    run_case<float, float, 4>("rgba32f->f32", w, h, f32v, true, big);
+    run_case<std::uint8_t, std::uint32_t, 4>("rgba8->u32", w, h, only(u8v, filter), true, big);
+    run_case<float, float, 4>("rgba32f->f32", w, h, only(f32v, filter), true, big);
   }
   std::printf(g_ok ? "canopy-sat-phases: ok\n" : "canopy-sat-phases: CHECK FAILED\n");
   return g_ok ? 0 : 1;

@@ -38,17 +38,37 @@ void build_rows_then_columns_for_each(context& ctx, const In* image, Table* tabl
 }
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
+//! The single-pass variant launched per (image, table, channels); the alternatives are measured in
+//! canopy-sat-phases (docs/sat.md, "Look-back protocol, polling and occupancy").
+//! Persistent prefetching blocks where a lane's row segment is exactly one 16-byte unit (RGBA8,
+//! RG16, R32F, R32U: each cp.async of a warp reads 512 contiguous bytes) and rows are whole units;
+//! one tile per block from the counter otherwise: RGBA32F (4 units a lane) ran slower persistent
+//! with 16-byte pieces at a 64-byte stride per cp.async instruction (45% of copy against 54-56%,
+//! H200) and no faster with whole 512-byte runs (H100: 72-73% against 73% at 8K, 62-64% against 67%
+//! at 4K); R8 and unaligned rows cannot prefetch. Lean polling in the look-backs (only the lanes
+//! still waiting re-read a flag).
+template <class In, class Table, int C>
+struct single_pass_choice {
+  static constexpr bool prefetch = detail::sat::prefetch_units<In, C>() == 1;
+  static constexpr auto order = detail::sat::tile_order::diagonal;
+  static constexpr auto poll = detail::sat::look_back_poll::lean;
+};
+
 //! Blocks of the persistent (prefetching) kernel that fit on the device at once, cached per device.
+//! The kernel asks for the largest shared-memory carveout, so that this count is what runs.
 template <class In, class Table, int C>
 std::size_t resident_prefetch_blocks(const context& ctx) {
   namespace k = detail::sat;
-  constexpr auto kernel = k::sat_single_pass_kernel<In, Table, C, true>;
+  using choice = single_pass_choice<In, Table, C>;
+  constexpr auto kernel = k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::poll>;
   constexpr int dynamic_bytes = k::prefetch_bytes<In, C>();
   static thread_local int cached_device = -1;
   static thread_local int per_sm = 0;
   if (cached_device != ctx.device().ordinal) {
     // Static and dynamic shared memory together may pass the default 48 KB: opt in.
     CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_bytes));
+    CANOPY_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
     CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::block_threads, dynamic_bytes));
     cached_device = ctx.device().ordinal;
   }
@@ -58,6 +78,7 @@ std::size_t resident_prefetch_blocks(const context& ctx) {
 template <class In, class Table, int C>
 void launch_single_pass(context& ctx, const In* image, Table* table, int width, int height, Table* offset) {
   namespace k = detail::sat;
+  using choice = single_pass_choice<In, Table, C>;
   const int tiles_x = (width + k::tile_cols - 1) / k::tile_cols;
   const int tiles_y = (height + k::tile_rows - 1) / k::tile_rows;
   const std::size_t tiles = std::size_t(tiles_x) * std::size_t(tiles_y);
@@ -67,15 +88,10 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
   buffer<unsigned char> scratch(ctx, layout.total_bytes);
   CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch.data(), 0, layout.zeroed_bytes, ctx.stream()));
   const k::tile_descriptors<Table> d = k::carve_descriptors<Table, C>(scratch.data(), layout);
-  // Persistent prefetching blocks where a lane's row segment is exactly one 16-byte unit (RGBA8,
-  // RG16, R32F: each cp.async of a warp reads 512 contiguous bytes) and rows are whole units. Measured
-  // on an H200, wider segments (RGBA32F: 4 units a lane, each cp.async instruction spread over 2 KB
-  // at a 64-byte stride) ran slower persistent (45% of copy) than one tile per block (54-56%), and
-  // R8 (no prefetch) too; those keep one tile per block, claimed from the counter.
-  if constexpr (k::prefetch_units<In, C>() == 1) {
+  if constexpr (choice::prefetch) {
     if (reinterpret_cast<std::uintptr_t>(image) % 16 == 0 && (std::size_t(width) * C * sizeof(In)) % 16 == 0) {
       const std::size_t blocks = std::min(tiles, resident_prefetch_blocks<In, Table, C>(ctx));
-      k::sat_single_pass_kernel<In, Table, C, true>
+      k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::poll>
           <<<unsigned(blocks), k::block_threads, k::prefetch_bytes<In, C>(), ctx.stream()>>>(
               image, table, width, height, offset, tiles_x, unsigned(tiles), d);
       CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
@@ -86,7 +102,7 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
     detail::sat::sat_offset_kernel<In, Table><<<1, 256, 0, ctx.stream()>>>(image, offset, width, height, C);
     CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_offset_kernel");
   }
-  k::sat_single_pass_kernel<In, Table, C, false>
+  k::sat_single_pass_kernel<In, Table, C, false, false, choice::order, choice::poll>
       <<<unsigned(tiles), k::block_threads, 0, ctx.stream()>>>(image, table, width, height, offset, tiles_x,
                                                                unsigned(tiles), d);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");

@@ -498,10 +498,12 @@ TEST_F(CudaSat, BothAlgorithmsMatchTheHostBackend) {
 
 TEST_F(CudaSat, RowsOfWhole16ByteUnitsTakeThePrefetchPath) {
   // Rows of a multiple of 16 bytes with 16 bytes per lane segment (4 pixels) go through the
-  // persistent prefetching kernel (cp.async into shared memory): RGBA8, RG16, R32F, R32U;
-  // these sizes cover partial tiles on the right and at the bottom, single rows and columns, and
-  // more tiles (315) than an H200 holds blocks of this kernel (each block loops over tiles).
-  const std::vector<std::pair<int, int>> sizes = {{4, 1}, {4, 97}, {132, 33}, {1028, 67}, {516, 2000}};
+  // persistent prefetching kernel (cp.async into shared memory): RGBA8, RG16, R32F, R32U; RGBA32F
+  // and RGBA32U (64 bytes a segment) take one tile per block and are checked here at the same
+  // shapes. These sizes cover partial tiles on the right and at the bottom, single rows and
+  // columns, and more tiles than an H100 or H200 holds blocks of the persistent kernel (each block
+  // loops over tiles): 315 tiles at 516 x 2000 and 594 at 1028 x 2100 (264 blocks at 2 per SM).
+  const std::vector<std::pair<int, int>> sizes = {{4, 1}, {4, 97}, {132, 33}, {1028, 67}, {516, 2000}, {1028, 2100}};
   for (auto [w, h] : sizes) {
     const std::uint64_t seed = std::uint64_t(w) * 17 + h;
     check_case<std::uint8_t, std::uint32_t>(ctx(), w, h, 4, canopy::sat_algorithm::single_pass,
@@ -514,6 +516,10 @@ TEST_F(CudaSat, RowsOfWhole16ByteUnitsTakeThePrefetchPath) {
                              seed + 3, 12);
     check_case<std::uint32_t, std::uint32_t>(ctx(), w, h, 1, canopy::sat_algorithm::single_pass,
                                              distribution::uniform_full, seed + 4, 12);
+    check_case<float, float>(ctx(), w, h, 4, canopy::sat_algorithm::single_pass, distribution::uniform_full,
+                             seed + 5, 12);
+    check_case<std::uint32_t, std::uint32_t>(ctx(), w, h, 4, canopy::sat_algorithm::single_pass,
+                                             distribution::uniform_full, seed + 6, 12);
   }
 }
 

@@ -98,6 +98,17 @@ __device__ __forceinline__ void store_segment(T* p, int count, const T (&v)[N]) 
     if (k < count) p[k] = v[k];
 }
 
+//! Slot of lane l's 16-byte unit k among the 32 * Units units of one warp row segment, XOR-swizzled
+//! so that a warp's accesses are free of bank conflicts both when lane l touches units
+//! l * Units + k of the segment (its own pixels) and when lane l touches unit i * 32 + l (512
+//! contiguous bytes per instruction).
+template <int Units>
+__device__ __forceinline__ int stage_slot(int l, int k) {
+  constexpr int shift = Units == 1 ? 3 : Units == 2 ? 2 : Units == 4 ? 1 : 0;  // 8 units: k ^ (l & 7)
+  constexpr bool pow2 = (Units & (Units - 1)) == 0;
+  return l * Units + (pow2 ? (k ^ ((l >> shift) & (Units - 1))) : k);
+}
+
 //! Stores one row segment of a warp, lane l holding the 4 pixels 4l..4l+3, so that each store
 //! instruction of the warp covers 512 contiguous bytes (lane-owned segments of 32 to 128 bytes
 //! would put every instruction over up to 16 lines, each written a fraction at a time). The lanes'
@@ -109,9 +120,7 @@ __device__ __forceinline__ void store_row_staged(T* row, const T (&v)[N], T* sta
   constexpr int bytes = int(sizeof(T)) * N;
   static_assert(bytes % 16 == 0 && bytes <= 128, "16-byte units, at most 8 per lane");
   constexpr int units = bytes / 16;
-  constexpr int shift = units == 1 ? 3 : units == 2 ? 2 : units == 4 ? 1 : 0;
-  constexpr bool pow2 = (units & (units - 1)) == 0;
-  auto slot = [](int l, int k) { return l * units + (pow2 ? (k ^ ((l >> shift) & (units - 1))) : k); };
+  auto slot = [](int l, int k) { return stage_slot<units>(l, k); };
   union {
     uint4 w[units];
     T e[N];
@@ -137,9 +146,34 @@ __device__ __forceinline__ void store_row_staged(T* row, const T (&v)[N], T* sta
 //! (__threadfence() is the stronger fence.sc.gpu; the two measured the same on an H200).
 __device__ __forceinline__ void gpu_fence() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 
+//! Publishes `value` in `flag` after the calling warp's descriptor stores (every lane of the warp
+//! calls it): every lane fences its own stores, then lane 0 stores the flag.
+//! (Release / acquire flags instead, st.release.gpu and ld.acquire.gpu polls, measured slower on an
+//! H100: st.release.gpu compiles to the same MEMBAR.ALL.GPU as this fence, and every acquire poll
+//! adds a CCTL.IVALL; docs/sat.md.)
+__device__ __forceinline__ void publish_flag(unsigned* flag, unsigned value, int lane) {
+  gpu_fence();
+  __syncwarp();
+  if (lane == 0) atomicExch(flag, value);
+}
+
+//! The same by one thread alone (it did all the stores the flag covers).
+__device__ __forceinline__ void publish_flag_single(unsigned* flag, unsigned value) {
+  gpu_fence();
+  atomicExch(flag, value);
+}
+
 // Descriptor values are read through L2 (never a stale L1 line) once their flag has been seen.
 template <class T>
 __device__ __forceinline__ T load_l2(const T* p) { return __ldcg(p); }
+
+//! Which lanes of a look-back re-read their flag while the warp waits (the Poll template parameter).
+//! all: every lane of the window, every round (32 flags a round: up to 32 L2 sectors for the column
+//!   and corner look-backs, whose predecessors are a tile row apart).
+//! lean: only lanes whose flag was still 0 and that lie before the nearest inclusive prefix seen;
+//!   a flag once seen as an aggregate is used as such (its value never changes), so a waiting
+//!   warp usually re-reads one flag instead of 32.
+enum class look_back_poll { all, lean };
 
 //! Decoupled look-back over up to 32 predecessors at a time, by one warp. Predecessor k (k = 0 is
 //! the nearest) has flag flags[tile_of(k)]; `count` predecessors exist. Adds, for every predecessor
@@ -147,20 +181,22 @@ __device__ __forceinline__ T load_l2(const T* p) { return __ldcg(p); }
 //! that one, aggregates before it) into `carry` through add(k, flag). The flags of a window are read
 //! by all lanes at once and the values of a window are independent loads, so a look-back costs a
 //! couple of L2 round trips instead of one per predecessor.
-template <class TileOf, class Add>
+template <look_back_poll Poll = look_back_poll::all, class TileOf, class Add>
 __device__ __forceinline__ void look_back(const unsigned* flags, int count, TileOf tile_of, Add add) {
   const int lane = int(threadIdx.x) & 31;
   for (int base = 0; base < count; base += 32) {
     const int k = base + lane;
     unsigned f = flag_inclusive;  // lanes past the first tile act as an inclusive prefix of nothing
+    bool poll = k < count;
     int first_inclusive;
     for (;;) {
-      if (k < count) f = *reinterpret_cast<const volatile unsigned*>(flags + tile_of(k));
+      if (poll) f = *reinterpret_cast<const volatile unsigned*>(flags + tile_of(k));
       const unsigned inclusive = __ballot_sync(0xffffffffu, f == flag_inclusive);
       const unsigned empty = __ballot_sync(0xffffffffu, f == 0);
       first_inclusive = inclusive ? __ffs(int(inclusive)) - 1 : 32;
       const unsigned needed = first_inclusive >= 31 ? 0xffffffffu : ((2u << first_inclusive) - 1u);
       if ((empty & needed) == 0) break;
+      if constexpr (Poll == look_back_poll::lean) poll = f == 0 && lane <= first_inclusive;
     }
     __syncwarp();
     gpu_fence();
@@ -214,7 +250,8 @@ struct tile_descriptors {
 //! Phase stamps of a measuring build, per tile: globaltimer (ns) at the tile's start and end, and
 //! clock64 at: start, image in registers (after the prefetch wait or the loads), first barrier,
 //! row look-back done (warp 0), corner look-back done (warp 1), column look-back done (warp 4),
-//! second barrier, stores issued.
+//! second barrier, stores issued; and when warp 0 / warp 4 have published their aggregates (values,
+//! fence, flag: how long a publication waits, e.g. for the warp's earlier table stores).
 enum phase_stamp : int {
   stamp_global_start = 0,
   stamp_start,
@@ -225,6 +262,8 @@ enum phase_stamp : int {
   stamp_cols_done,
   stamp_barrier2,
   stamp_stored,
+  stamp_rows_published,
+  stamp_cols_published,
   stamp_global_end,
   phase_stamps
 };
@@ -276,6 +315,15 @@ constexpr int prefetch_bytes() {
   return rows_per_warp * prefetch_units<In, C>() * block_threads * 16;
 }
 
+//! Index (in 16-byte units) in the prefetch stage of unit k of lane `lane`'s segment in row r of
+//! warp `warp`. One unit per lane: [r][thread], a lane's own slot (main's layout since the
+//! prefetch round). Several: one region of 32 * Units units per warp row, stage_slot inside.
+template <int Units>
+__device__ __forceinline__ int prefetch_slot(int warp, int r, int lane, int k) {
+  if constexpr (Units == 1) return r * block_threads + warp * 32 + lane;
+  else return (warp * rows_per_warp + r) * Units * 32 + stage_slot<Units>(lane, k);
+}
+
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, unsigned src_bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const unsigned s = unsigned(__cvta_generic_to_shared(smem));
@@ -295,8 +343,11 @@ __device__ __forceinline__ void cp_async_wait_all() {
 #endif
 }
 
-//! Starts the copy of this thread's part of tile `at` of the image into `stage` (its own units:
-//! [r][unit][thread], so that the later reads of a warp are 512 contiguous bytes, conflict-free).
+//! Starts the copy of this warp's rows of tile `at` of the image into `stage` (prefetch_slot).
+//! Each cp.async instruction of a warp reads 512 contiguous bytes: unit i * 32 + lane of the warp's
+//! row segment, i < Units (with one unit per lane that is the lane's own). With several units per
+//! lane the slots written belong to other lanes: the caller separates these copies from the warp's
+//! reads of the stage by __syncwarp on both sides.
 //! Needs rows of a whole number of 16-byte units and a 16-byte aligned image: every unit is then
 //! wholly inside or wholly outside the image; units outside are zero-filled without a read.
 template <class In, int C>
@@ -306,15 +357,18 @@ __device__ __forceinline__ void prefetch_tile(const In* image, int width, int he
   const int lane = tid & 31, warp = tid >> 5;
   const int ti = at.ti, tj = at.tj;
   const std::size_t row_bytes = std::size_t(width) * C * sizeof(In);
-  const std::size_t xb = std::size_t(tj * tile_cols + lane * pixels_per_thread) * C * sizeof(In);
+  const std::size_t xb = std::size_t(tj * tile_cols) * C * sizeof(In);  // the tile's first byte in a row
 #pragma unroll
   for (int r = 0; r < rows_per_warp; ++r) {
     const int y = ti * tile_rows + warp * rows_per_warp + r;
     const char* row = reinterpret_cast<const char*>(image) + std::size_t(y < height ? y : 0) * row_bytes;
 #pragma unroll
-    for (int k = 0; k < units; ++k) {
-      const bool inside = y < height && xb + std::size_t(16 * k) < row_bytes;
-      cp_async_16(stage + (r * units + k) * block_threads + tid, inside ? row + xb + 16 * k : row, inside ? 16u : 0u);
+    for (int i = 0; i < units; ++i) {
+      const int u = i * 32 + lane;
+      const std::size_t at_byte = xb + std::size_t(16 * u);
+      const bool inside = y < height && at_byte < row_bytes;
+      cp_async_16(stage + prefetch_slot<units>(warp, r, u / units, u % units), inside ? row + at_byte : row,
+                  inside ? 16u : 0u);
     }
   }
   cp_async_commit();
@@ -337,7 +391,9 @@ __device__ __forceinline__ void prefetch_tile(const In* image, int width, int he
 //! holds for both orders of tile_at on any grid.
 //! Measure: write phase stamps to d.stamps (canopy-sat-phases only; compiled out otherwise).
 //! Order: tile_order::diagonal (the library's) or raster (canopy-sat-phases' comparison).
-template <class In, class Table, int C, bool Prefetch, bool Measure = false, tile_order Order = tile_order::diagonal>
+//! Poll: which lanes of a waiting look-back re-read their flags (look_back_poll).
+template <class In, class Table, int C, bool Prefetch, bool Measure = false, tile_order Order = tile_order::diagonal,
+          look_back_poll Poll = look_back_poll::all>
 __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     sat_single_pass_kernel(const In* __restrict__ image, Table* __restrict__ table, int width, int height,
                            Table* __restrict__ offset, int tiles_x, unsigned tiles, tile_descriptors<Table> d) {
@@ -419,6 +475,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
       In raw[Rows][segment];
       if constexpr (Prefetch) {
         cp_async_wait_all();
+        if constexpr (units > 1) __syncwarp();  // the other lanes' copies into this lane's slots
 #pragma unroll
         for (int r = 0; r < Rows; ++r) {
           union {
@@ -426,7 +483,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
             In e[segment];
           } u;
 #pragma unroll
-          for (int k = 0; k < units; ++k) u.w[k] = s_prefetch[(r * units + k) * block_threads + tid];
+          for (int k = 0; k < units; ++k) u.w[k] = s_prefetch[prefetch_slot<units>(warp, r, lane, k)];
 #pragma unroll
           for (int i = 0; i < segment; ++i) raw[r][i] = u.e[i];
         }
@@ -455,8 +512,11 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     }
     if (tid == 0) stamp(stamp_loaded);
     // The thread's units have been read (v depends on them): refill them with the next tile.
-    if constexpr (Prefetch)
-      if (next < tiles) prefetch_tile<In, C>(image, width, height, tile_at<Order>(next, tiles_x, tiles_y), s_prefetch, tid);
+    if constexpr (Prefetch) {
+      if constexpr (units > 1) __syncwarp();  // every lane has read the slots the copies overwrite
+      if (next < tiles)
+        prefetch_tile<In, C>(image, width, height, tile_at<Order>(next, tiles_x, tiles_y), s_prefetch, tid);
+    }
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
       Table incl[C];
@@ -507,12 +567,11 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
       if (has_row)
 #pragma unroll
         for (int c = 0; c < C; ++c) (tj == 0 ? d.row_inclusive : d.row_aggregate)[row_base + c] = sum[c];
-      gpu_fence();
-      __syncwarp();
-      if (lane == 0) atomicExch(d.row_flag + tile, tj == 0 ? flag_inclusive : flag_aggregate);
+      publish_flag(d.row_flag + tile, tj == 0 ? flag_inclusive : flag_aggregate, lane);
+      if (lane == 0) stamp(stamp_rows_published);
       if (tj > 0) {
         const unsigned row_start = unsigned(ti * tiles_x);
-        look_back(
+        look_back<Poll>(
             d.row_flag, tj, [&](int k) { return row_start + unsigned(tj - 1 - k); },
             [&](int k, unsigned f) {
               const Table* src = (f == flag_inclusive ? d.row_inclusive : d.row_aggregate) +
@@ -524,9 +583,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
         if (has_row)
 #pragma unroll
           for (int c = 0; c < C; ++c) d.row_inclusive[row_base + c] = carry[c] + sum[c];
-        gpu_fence();
-        __syncwarp();
-        if (lane == 0) atomicExch(d.row_flag + tile, flag_inclusive);
+        publish_flag(d.row_flag + tile, flag_inclusive, lane);
       }
 #pragma unroll
       for (int dlt = 1; dlt < 32; dlt <<= 1) {
@@ -546,8 +603,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
           s_carry_total[c] = carry[c];
           (ti == 0 ? d.corner_inclusive : d.corner_aggregate)[std::size_t(tile) * C + c] = carry[c];
         }
-        gpu_fence();
-        atomicExch(d.corner_flag + tile, ti == 0 ? flag_inclusive : flag_aggregate);
+        publish_flag_single(d.corner_flag + tile, ti == 0 ? flag_inclusive : flag_aggregate);
       }
       if (lane == 0) stamp(stamp_rows_done);
     } else if (warp == 1) {
@@ -556,7 +612,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
 #pragma unroll
       for (int c = 0; c < C; ++c) corner[c] = Table(0);
       if (ti > 0 && tj > 0) {
-        look_back(
+        look_back<Poll>(
             d.corner_flag, ti, [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj); },
             [&](int k, unsigned f) {
               const Table* src = (f == flag_inclusive ? d.corner_inclusive : d.corner_aggregate) +
@@ -590,12 +646,11 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
         carry[c] = Table(0);
         (ti == 0 ? d.col_inclusive : d.col_aggregate)[col_base + c] = acc;
       }
-      gpu_fence();
-      __syncwarp();
       const unsigned my_flag = tile * col_groups + unsigned(g);
-      if (lane == 0) atomicExch(d.col_flag + my_flag, ti == 0 ? flag_inclusive : flag_aggregate);
+      publish_flag(d.col_flag + my_flag, ti == 0 ? flag_inclusive : flag_aggregate, lane);
+      if (g == 0 && lane == 0) stamp(stamp_cols_published);
       if (ti > 0) {
-        look_back(
+        look_back<Poll>(
             d.col_flag, ti,
             [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj) * col_groups + unsigned(g); },
             [&](int k, unsigned f) {
@@ -607,9 +662,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
             });
 #pragma unroll
         for (int c = 0; c < C; ++c) d.col_inclusive[col_base + c] = carry[c] + col_sum[c];
-        gpu_fence();
-        __syncwarp();
-        if (lane == 0) atomicExch(d.col_flag + my_flag, flag_inclusive);
+        publish_flag(d.col_flag + my_flag, flag_inclusive, lane);
       }
 #pragma unroll
       for (int c = 0; c < C; ++c) s_col_carry[xp * C + c][xl] = carry[c];
@@ -620,8 +673,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     if (warp == 1 && lane == 0 && ti > 0) {
 #pragma unroll
       for (int c = 0; c < C; ++c) d.corner_inclusive[std::size_t(tile) * C + c] = s_corner[c] + s_carry_total[c];
-      gpu_fence();
-      atomicExch(d.corner_flag + tile, flag_inclusive);
+      publish_flag_single(d.corner_flag + tile, flag_inclusive);
     }
 
     Table column_base[segment];
@@ -657,7 +709,8 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
         d.stamps[std::size_t(tile) * phase_stamps + stamp_global_end] = global_timer_ns();
       }
     // Every shared array written in the next iteration before its first barrier is either this
-    // warp's own (stage, column sums) or read by the others only between the two barriers.
+    // warp's own (stage, column sums, prefetch slots) or read by the others only between the two
+    // barriers.
     order = next;
   }
 }
