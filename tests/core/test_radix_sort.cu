@@ -495,21 +495,9 @@ void check_device_class_shape(canopy::context& ctx, dist d, int begin_bit, int e
   }
 }
 
-template <canopy::detail::onesweep_regime R>
-void check_device_class(canopy::context& ctx) {
-  using canopy::detail::no_value;
-  check_device_class_shape<std::uint32_t, no_value, R>(ctx, dist::uniform, 0, 32, false, 7000);
-  check_device_class_shape<std::uint64_t, no_value, R>(ctx, dist::few_unique, 0, 64, false, 7010);
-  check_device_class_shape<std::uint64_t, no_value, R>(ctx, dist::uniform, 28, 36, false, 7020);  // straddles bit 32
-  check_device_class_shape<std::uint32_t, std::uint32_t, R>(ctx, dist::uniform, 0, 32, false, 7030);
-  check_device_class_shape<std::uint32_t, std::uint32_t, R>(ctx, dist::few_unique, 0, 32, true, 7040);
-  check_device_class_shape<std::uint32_t, std::uint64_t, R>(ctx, dist::uniform, 0, 24, false, 7050);
-  check_device_class_shape<std::uint64_t, std::uint32_t, R>(ctx, dist::few_unique, 0, 64, false, 7060);
-  check_device_class_shape<std::uint64_t, std::uint32_t, R>(ctx, dist::uniform, 0, 16, true, 7070);
-  check_device_class_shape<std::uint64_t, std::uint64_t, R>(ctx, dist::uniform, 8, 48, true, 7080);
-}
 }  // namespace
 
+// One test per device class and record type, so that a sanitizer run can take a few of them.
 class CudaRadixShapes : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -520,10 +508,26 @@ class CudaRadixShapes : public ::testing::Test {
   std::unique_ptr<canopy::context> ctx_;
 };
 
-TEST_F(CudaRadixShapes, ComputeBoundClassSortsOnThisGpu) {
-  check_device_class<canopy::detail::onesweep_regime::compute_bound>(*ctx_);
-}
-TEST_F(CudaRadixShapes, BandwidthBoundClassSortsOnThisGpu) {
-  check_device_class<canopy::detail::onesweep_regime::bandwidth_bound>(*ctx_);
-}
+#define CANOPY_DEVICE_CLASS_TESTS(Class, regime)                                                          \
+  TEST_F(CudaRadixShapes, Class##Keys) {                                                                \
+    using canopy::detail::no_value;                                                                      \
+    check_device_class_shape<std::uint32_t, no_value, regime>(*ctx_, dist::uniform, 0, 32, false, 7000); \
+    check_device_class_shape<std::uint64_t, no_value, regime>(*ctx_, dist::few_unique, 0, 64, false, 7010); \
+    /* a digit straddling bit 32: the whole-key kernel */                                                \
+    check_device_class_shape<std::uint64_t, no_value, regime>(*ctx_, dist::uniform, 28, 36, false, 7020); \
+  }                                                                                                      \
+  TEST_F(CudaRadixShapes, Class##U32U32Pairs) {                                                          \
+    check_device_class_shape<std::uint32_t, std::uint32_t, regime>(*ctx_, dist::uniform, 0, 32, false, 7030); \
+    check_device_class_shape<std::uint32_t, std::uint32_t, regime>(*ctx_, dist::few_unique, 0, 16, true, 7040); \
+  }                                                                                                      \
+  TEST_F(CudaRadixShapes, Class##WidePairs) {                                                            \
+    check_device_class_shape<std::uint32_t, std::uint64_t, regime>(*ctx_, dist::uniform, 0, 24, false, 7050); \
+    check_device_class_shape<std::uint64_t, std::uint32_t, regime>(*ctx_, dist::few_unique, 0, 64, false, 7060); \
+    check_device_class_shape<std::uint64_t, std::uint32_t, regime>(*ctx_, dist::uniform, 0, 16, true, 7070); \
+    check_device_class_shape<std::uint64_t, std::uint64_t, regime>(*ctx_, dist::uniform, 8, 48, true, 7080); \
+  }
+
+CANOPY_DEVICE_CLASS_TESTS(ComputeBound, canopy::detail::onesweep_regime::compute_bound)
+CANOPY_DEVICE_CLASS_TESTS(BandwidthBound, canopy::detail::onesweep_regime::bandwidth_bound)
+#undef CANOPY_DEVICE_CLASS_TESTS
 #endif

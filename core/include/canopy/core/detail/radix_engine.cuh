@@ -66,16 +66,24 @@ inline onesweep_regime onesweep_regime_of(const device_info& d) {
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
 //! Tile shape per record width and device class: items per thread, blocks per SM as the register
 //! hint (three blocks of 384 threads: 56 registers; two: 80), and the kernel variant
-//! (onesweep::variant). compute_bound: swept on an H200 at 2^26 and 2^28: u32 keys 26 items (of
-//! 16-26), u32/u32 pairs 24 (of 16-26), u64 keys 16 (of 12-20), u64/u32 pairs 18 (of 12-20); pairs
-//! with 8-byte values were not measured and take 16 items. bandwidth_bound: swept on an H100.
+//! (onesweep::variant). Swept at 2^26 and 2^28 (docs/performance/sort.md):
+//! - compute_bound, on an H200: u32 keys 26 items x 3 blocks (of 16-26), u32/u32 pairs 24x2 (of
+//!   16-26), u64 keys 16x3 (of 12-20), u64/u32 pairs 18x2 (of 12-20);
+//! - bandwidth_bound, on an H100 (round 3): u32 keys 30x3 (of 16-40), u32/u32 pairs 22x2 with
+//!   staged values (of 16-24, staged or not), u64 keys 24x2 (of 10-28: larger tiles at two blocks
+//!   beat 16x3 by 3-6% there), u64/u32 pairs 18x2 as on the H200 (of 14-18, staged or not).
+//! Pairs with 8-byte values were not measured on either; they take 16x2.
 template <class K, class V, onesweep_regime R = onesweep_regime::compute_bound>
 struct onesweep_default {
   static constexpr bool keys_only = std::is_same_v<V, no_value>;
   static constexpr bool four_byte = sizeof(K) == 4 && (keys_only || sizeof(V) == 4);
-  static constexpr int items = keys_only ? (sizeof(K) == 4 ? 26 : 16) : four_byte ? 24 : sizeof(V) == 4 ? 18 : 16;
-  static constexpr int min_blocks = keys_only ? 3 : 2;
-  static constexpr int variant = 0;
+  static constexpr bool bandwidth_bound = R == onesweep_regime::bandwidth_bound;
+  static constexpr int items = keys_only   ? (sizeof(K) == 4 ? (bandwidth_bound ? 30 : 26) : (bandwidth_bound ? 24 : 16))
+                               : four_byte ? (bandwidth_bound ? 22 : 24)
+                               : sizeof(V) == 4 ? 18
+                                                : 16;
+  static constexpr int min_blocks = keys_only && !(bandwidth_bound && sizeof(K) == 8) ? 3 : 2;
+  static constexpr int variant = bandwidth_bound && four_byte && !keys_only ? onesweep::variant::stage_values : 0;
 };
 
 //! Sets the opt-in dynamic shared memory limit of one pass kernel instantiation, once per device
@@ -88,7 +96,7 @@ void allow_pass_shared_memory(int device) {
   const auto set = [] {
     CANOPY_CUDA_CHECK(cudaFuncSetAttribute(onesweep::onesweep_pass_kernel<K, V, Items, MinBlocks, W, Variant>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(onesweep::shape<K, V, Items, MinBlocks>::smem_bytes)));
+                                           int(onesweep::shape<K, V, Items, MinBlocks, Variant>::smem_bytes)));
   };
   if (device >= 0 && device < tracked) std::call_once(once[device], set);
   else set();
@@ -97,7 +105,7 @@ void allow_pass_shared_memory(int device) {
 template <class K, class V, int Items, int MinBlocks, int Variant = 0>
 void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   namespace os = onesweep;
-  using S = os::shape<K, V, Items, MinBlocks>;
+  using S = os::shape<K, V, Items, MinBlocks, Variant>;
   const int passes = lsd_passes(job.begin_bit, job.end_bit);
   const std::uint32_t n = std::uint32_t(job.n);
   const std::size_t tiles = (job.n + S::tile - 1) / S::tile;
