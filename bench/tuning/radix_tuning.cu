@@ -42,9 +42,7 @@ struct tile {
 
 std::string label_of(int items, int min_blocks, int variant) {
   std::string s = std::to_string(items) + "x" + std::to_string(min_blocks);
-  if (variant & cd::onesweep::variant::stage_values_apart) s += " staged-apart";
-  else if (variant & cd::onesweep::variant::stage_values) s += " staged-values";
-  if (variant & cd::onesweep::variant::evict_first_loads) s += " evict-first";
+  if (variant & cd::onesweep::variant::stage_values) s += " staged-values";
   return s;
 }
 
@@ -223,41 +221,36 @@ struct sort_case {
   }
 };
 
-// Candidate shapes. ptxas (sm_90, nvcc 13.0) spill stores: u32 keys 32x3 8 B, 26x3 evict-first
-// 4 B; u64 keys 10x4 12 B (word kernels); u32/u32 pairs 24x2 16 B, 23x2 staged 8 B, 18x3 staged
-// 120 B; 0 in every other shape checked (not checked: u64 keys 14x3, u32/u32 22x2 unstaged, u64/u32
-// 16x2 unstaged and 14x2 staged). The compute_bound defaults are 26x3, 24x2, 16x3 and 18x2 (H200
-// sweeps); bandwidth_bound 30x3, 22x2 staged, 24x2 and 18x2 (H100 sweep, round 3). Staged apart
-// needs one more tile of shared memory: at two blocks per SM at most 22 items for u32/u32 pairs,
-// 16 for u64/u32.
+// Candidate shapes. ptxas (sm_90, nvcc 13.0) spill stores: u32 keys 32x3 8 B; u64 keys 10x4 12 B
+// (word kernels), 26x2 12 B in the whole-key kernel only (digits straddling bit 32); u32/u32 pairs
+// 24x2 16 B, 23x2 staged 8 B; 0 in every other shape checked (not checked: u64 keys 14x3, u64/u32
+// pairs 16x2 unstaged and 14x2 staged). Defaults: compute_bound 26x3, 24x2, 16x3, 18x2 (H200
+// sweeps); bandwidth_bound 30x3, 22x2 staged, 26x2, 18x2 (H100, round 3). docs/performance/sort.md
+// also records variants tried and removed (evict-first loads, values staged apart).
 void sweep_u32_keys(canopy::context& ctx, int lg) {
   sort_case<std::uint32_t, no_value> c(ctx, "u32_keys", lg, 32);
   c.sweep<tile<20, 3>, tile<26, 3>, tile<28, 3>, tile<30, 3>, tile<32, 3>, tile<32, 2>, tile<36, 2>, tile<40, 2>,
-          tile<16, 4>, tile<26, 3, cd::onesweep::variant::evict_first_loads>>();
+          tile<16, 4>>();
 }
 
 void sweep_u32_u32_pairs(canopy::context& ctx, int lg) {
-  using S = std::integral_constant<int, cd::onesweep::variant::stage_values>;
-  using A = std::integral_constant<int, cd::onesweep::variant::stage_values_apart>;
+  constexpr int S = cd::onesweep::variant::stage_values;
   sort_case<std::uint32_t, std::uint32_t> c(ctx, "u32_u32_pairs", lg, 32);
-  c.sweep<tile<16, 3>, tile<18, 3>, tile<20, 2>, tile<22, 2>, tile<24, 2>, tile<16, 3, S::value>,
-          tile<18, 3, S::value>, tile<20, 2, S::value>, tile<21, 2, S::value>, tile<22, 2, S::value>,
-          tile<23, 2, S::value>, tile<12, 3, A::value>, tile<20, 2, A::value>, tile<22, 2, A::value>>();
+  c.sweep<tile<16, 3>, tile<18, 3>, tile<20, 2>, tile<22, 2>, tile<24, 2>, tile<16, 3, S>, tile<20, 2, S>,
+          tile<21, 2, S>, tile<22, 2, S>, tile<23, 2, S>>();
 }
 
 template <int EndBit>
 void sweep_u64_keys(canopy::context& ctx, int lg) {
   sort_case<std::uint64_t, no_value> c(ctx, EndBit == 64 ? "u64_keys" : "u64_48bit_keys", lg, EndBit);
   c.sweep<tile<14, 3>, tile<16, 3>, tile<18, 3>, tile<20, 2>, tile<22, 2>, tile<24, 2>, tile<26, 2>, tile<28, 2>,
-          tile<10, 4>, tile<16, 3, cd::onesweep::variant::evict_first_loads>>();
+          tile<10, 4>>();
 }
 
 void sweep_u64_u32_pairs(canopy::context& ctx, int lg) {
-  using S = std::integral_constant<int, cd::onesweep::variant::stage_values>;
-  using A = std::integral_constant<int, cd::onesweep::variant::stage_values_apart>;
+  constexpr int S = cd::onesweep::variant::stage_values;
   sort_case<std::uint64_t, std::uint32_t> c(ctx, "u64_u32_pairs", lg, 64);
-  c.sweep<tile<16, 2>, tile<18, 2>, tile<14, 2, S::value>, tile<16, 2, S::value>, tile<14, 2, A::value>,
-          tile<16, 2, A::value>>();
+  c.sweep<tile<16, 2>, tile<18, 2>, tile<14, 2, S>, tile<16, 2, S>>();
 }
 
 std::vector<int> parse_sizes(const char* s) {

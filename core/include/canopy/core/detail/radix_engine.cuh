@@ -70,15 +70,15 @@ inline onesweep_regime onesweep_regime_of(const device_info& d) {
 //! - compute_bound, on an H200: u32 keys 26 items x 3 blocks (of 16-26), u32/u32 pairs 24x2 (of
 //!   16-26), u64 keys 16x3 (of 12-20), u64/u32 pairs 18x2 (of 12-20);
 //! - bandwidth_bound, on an H100 (round 3): u32 keys 30x3 (of 16-40), u32/u32 pairs 22x2 with
-//!   staged values (of 16-24, staged or not), u64 keys 24x2 (of 10-28: larger tiles at two blocks
-//!   beat 16x3 by 3-6% there), u64/u32 pairs 18x2 as on the H200 (of 14-18, staged or not).
+//!   staged values (of 12-24, staged or not), u64 keys 26x2 (of 10-28: larger tiles at two blocks
+//!   beat 16x3 by 4-8% there), u64/u32 pairs 18x2 as on the H200 (of 14-18, staged or not).
 //! Pairs with 8-byte values were not measured on either; they take 16x2.
 template <class K, class V, onesweep_regime R = onesweep_regime::compute_bound>
 struct onesweep_default {
   static constexpr bool keys_only = std::is_same_v<V, no_value>;
   static constexpr bool four_byte = sizeof(K) == 4 && (keys_only || sizeof(V) == 4);
   static constexpr bool bandwidth_bound = R == onesweep_regime::bandwidth_bound;
-  static constexpr int items = keys_only   ? (sizeof(K) == 4 ? (bandwidth_bound ? 30 : 26) : (bandwidth_bound ? 24 : 16))
+  static constexpr int items = keys_only   ? (sizeof(K) == 4 ? (bandwidth_bound ? 30 : 26) : (bandwidth_bound ? 26 : 16))
                                : four_byte ? (bandwidth_bound ? 22 : 24)
                                : sizeof(V) == 4 ? 18
                                                 : 16;
@@ -96,7 +96,7 @@ void allow_pass_shared_memory(int device) {
   const auto set = [] {
     CANOPY_CUDA_CHECK(cudaFuncSetAttribute(onesweep::onesweep_pass_kernel<K, V, Items, MinBlocks, W, Variant>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(onesweep::shape<K, V, Items, MinBlocks, Variant>::smem_bytes)));
+                                           int(onesweep::shape<K, V, Items, MinBlocks>::smem_bytes)));
   };
   if (device >= 0 && device < tracked) std::call_once(once[device], set);
   else set();
@@ -105,7 +105,7 @@ void allow_pass_shared_memory(int device) {
 template <class K, class V, int Items, int MinBlocks, int Variant = 0>
 void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   namespace os = onesweep;
-  using S = os::shape<K, V, Items, MinBlocks, Variant>;
+  using S = os::shape<K, V, Items, MinBlocks>;
   const int passes = lsd_passes(job.begin_bit, job.end_bit);
   const std::uint32_t n = std::uint32_t(job.n);
   const std::size_t tiles = (job.n + S::tile - 1) / S::tile;

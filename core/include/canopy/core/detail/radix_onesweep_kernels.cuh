@@ -43,29 +43,23 @@ constexpr std::uint32_t flag_inclusive = 2u << 30;
 constexpr std::uint32_t value_mask = (1u << 30) - 1;
 constexpr std::uint32_t max_elements = value_mask;  // counts must fit the 30-bit field
 
-//! Kernel variants beyond the tile shape (a bit set, template argument `Variant` of
-//! onesweep_pass_kernel); 0 is the kernel every H200 measurement in docs/performance/sort.md ran.
+//! Kernel variants beyond the tile shape (template argument `Variant` of onesweep_pass_kernel); 0
+//! is the kernel every H200 measurement in docs/performance/sort.md ran. Tried on the H100 and
+//! removed (sort.md, runs 9-10): evict-first loads (2-4% slower), values staged into a buffer of
+//! their own and placed as their keys are ranked (no faster than stage_values).
 namespace variant {
 //! Pairs: each thread starts copying its tile's values into the value exchange buffer (cp.async,
 //! no registers) right after the tile id is known, so the value loads overlap the key ranking
 //! instead of following it; after ranking each thread reads back its own values and, after one
 //! more block barrier, places them. Index variants (values = positions) are unaffected.
 constexpr int stage_values = 1;
-//! Keys and values are loaded with the evict-first (streaming) cache hint: each is read once per
-//! pass, so L2 keeps the partly written output lines instead.
-constexpr int evict_first_loads = 2;
-//! Pairs: values are staged by cp.async as with stage_values, but into a buffer of their own, so
-//! each value is placed in the value exchange buffer as soon as its key is ranked (no slot array
-//! live across the ranking, no extra barrier), at the cost of one more tile of shared memory.
-//! Takes precedence over stage_values.
-constexpr int stage_values_apart = 4;
 }  // namespace variant
 
 //! Tile shape: 384 threads x `items` per thread; shared memory is dynamic (per-warp digit
 //! counters, the key exchange buffer and, for pairs, the value exchange buffer, side by side), so
 //! tiles are not capped by the 48 KiB static limit. `min_blocks` is the register hint of
-//! __launch_bounds__. Variant stage_values_apart adds a staging buffer for the values.
-template <class K, class V, int Items, int MinBlocks, int Variant = 0>
+//! __launch_bounds__.
+template <class K, class V, int Items, int MinBlocks>
 struct shape {
   static constexpr bool has_values = !std::is_same_v<V, no_value>;
   static constexpr int threads = 384;
@@ -76,8 +70,7 @@ struct shape {
   static constexpr std::size_t counter_bytes = std::size_t(warps) * radix * 4;
   static constexpr std::size_t key_bytes = std::size_t(tile) * sizeof(K);
   static constexpr std::size_t value_bytes = has_values ? std::size_t(tile) * sizeof(V) : 0;
-  static constexpr std::size_t staging_bytes = (Variant & variant::stage_values_apart) ? value_bytes : 0;
-  static constexpr std::size_t smem_bytes = counter_bytes + key_bytes + value_bytes + staging_bytes;
+  static constexpr std::size_t smem_bytes = counter_bytes + key_bytes + value_bytes;
 };
 
 template <class K, class V>
@@ -127,12 +120,6 @@ __device__ __forceinline__ std::uint32_t match_digit(std::uint32_t d) {
   return peers;
 }
 
-template <bool EvictFirst, class T>
-__device__ __forceinline__ T load_input(const T* base, std::uint32_t idx) {
-  if constexpr (EvictFirst) return __ldcs(base + idx);
-  else return base[idx];
-}
-
 //! cp.async of one 4- or 8-byte element from global to shared memory (sm_80+).
 template <class T>
 __device__ __forceinline__ void copy_async(T* shared_dst, const T* global_src) {
@@ -164,17 +151,14 @@ __device__ __forceinline__ std::uint32_t digit_of(K ordered, int shift, std::uin
 //! no later tile reads them).
 template <class K, class V, int Items, int MinBlocks, digit_word W = digit_word::whole, int Variant = 0>
 __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args<K, V> a) {
-  using S = shape<K, V, Items, MinBlocks, Variant>;
+  using S = shape<K, V, Items, MinBlocks>;
   constexpr int threads = S::threads, items = S::items, tile_size = S::tile, warps = S::warps;
   constexpr bool has_values = S::has_values;
-  constexpr bool apart = has_values && (Variant & variant::stage_values_apart) != 0;
-  constexpr bool stage = has_values && (Variant & variant::stage_values) != 0 && !apart;
-  constexpr bool evict_first = (Variant & variant::evict_first_loads) != 0;
+  constexpr bool stage = has_values && (Variant & variant::stage_values) != 0;
   extern __shared__ __align__(16) unsigned char dyn_smem[];
   std::uint32_t* counters = reinterpret_cast<std::uint32_t*>(dyn_smem);  // [warps][radix]
   K* s_keys = reinterpret_cast<K*>(dyn_smem + S::counter_bytes);
   V* s_vals = reinterpret_cast<V*>(dyn_smem + S::counter_bytes + S::key_bytes);  // pairs only
-  V* s_stage = reinterpret_cast<V*>(dyn_smem + S::counter_bytes + S::key_bytes + S::value_bytes);  // apart only
   __shared__ std::uint32_t s_delta[radix];  // global output slot of a digit's run minus its tile slot
   __shared__ std::uint32_t s_warp_sums[radix / 32];
   __shared__ std::uint32_t s_tile;
@@ -192,10 +176,10 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
 
   // Warp-striped load: warp w owns positions [w*items*32, (w+1)*items*32) of the tile.
   const std::uint32_t warp_base = tile_base + std::uint32_t(warp) * items * 32;
-  // Staged values sit in the value buffer (or, apart, their own) at their tile position (the same
-  // warp-striped index), so each thread later reads back exactly the elements it copied.
-  V* const staged = (apart ? s_stage : s_vals) + warp * items * 32 + lane;
-  if constexpr (stage || apart) {
+  // Staged values sit in the value buffer at their tile position (the same warp-striped index),
+  // so each thread later reads back exactly the elements it copied.
+  V* const staged = s_vals + warp * items * 32 + lane;
+  if constexpr (stage) {
     if (a.vals_in) {
 #pragma unroll
       for (int i = 0; i < items; ++i) {
@@ -207,12 +191,12 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
   K keys[items];
   if (full_tile) {
 #pragma unroll
-    for (int i = 0; i < items; ++i) keys[i] = load_input<evict_first>(a.keys_in, warp_base + i * 32 + lane);
+    for (int i = 0; i < items; ++i) keys[i] = a.keys_in[warp_base + i * 32 + lane];
   } else {
 #pragma unroll
     for (int i = 0; i < items; ++i) {
       const std::uint32_t idx = warp_base + i * 32 + lane;
-      keys[i] = idx < a.n ? load_input<evict_first>(a.keys_in, idx) : K(0);
+      keys[i] = idx < a.n ? a.keys_in[idx] : K(0);
     }
   }
   // The key kind is uniform: one branch per tile, not a select per key.
@@ -269,13 +253,9 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
   // Keys only: each key is placed as soon as it is ranked (its slot is final: the counters start
   // from the early counts), so no array of slots is live across the loop (one register per item
   // fewer). Pairs keep the slots for the values, which are loaded after the keys are placed.
-  // Apart: values are placed as their keys are, from the staging buffer.
-  constexpr bool place_early = !has_values || apart;
+  constexpr bool place_early = !has_values;
   std::uint32_t pos[place_early ? 1 : items];
   const std::uint32_t lanes_below = (1u << lane) - 1u;
-  if constexpr (apart) {
-    if (a.vals_in) copy_async_wait_all();  // each thread reads back only what it copied: no barrier
-  }
 #pragma unroll
   for (int i = 0; i < items; ++i) {
     const std::uint32_t d = digit_of<W>(keys[i], shift, mask);
@@ -286,10 +266,6 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
     const std::uint32_t slot = __shfl_sync(0xffffffffu, before, leader) + __popc(peers & lanes_below);
     if constexpr (place_early) s_keys[slot] = keys[i];
     else pos[i] = slot;
-    if constexpr (apart) {
-      const std::uint32_t idx = warp_base + i * 32 + lane;
-      s_vals[slot] = (full_tile || idx < a.n) ? (a.vals_in ? staged[i * 32] : V(idx)) : V(0);
-    }
     __syncwarp();  // item i+1's counter update must follow item i's, whichever lanes lead them
   }
   // The exchange buffers do not alias the counters: each warp places its records as soon as it
@@ -298,7 +274,7 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
 #pragma unroll
     for (int i = 0; i < items; ++i) s_keys[pos[i]] = keys[i];
   }
-  if constexpr (has_values && !apart) {
+  if constexpr (has_values) {
     __syncwarp();  // keeps the value loads after the key stores: keys[] is dead before vals[] lives
     V vals[items];
     if constexpr (stage) {
@@ -313,7 +289,7 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
 #pragma unroll
       for (int i = 0; i < items; ++i) {
         const std::uint32_t idx = warp_base + i * 32 + lane;
-        vals[i] = (full_tile || idx < a.n) ? (a.vals_in ? load_input<evict_first>(a.vals_in, idx) : V(idx)) : V(0);
+        vals[i] = (full_tile || idx < a.n) ? (a.vals_in ? a.vals_in[idx] : V(idx)) : V(0);
       }
     }
 #pragma unroll
