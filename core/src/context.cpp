@@ -111,6 +111,13 @@ context::context(const context_options& options) {
   device_.shared_memory_per_block_optin = prop.sharedMemPerBlockOptin;
   device_.shared_memory_per_multiprocessor = prop.sharedMemPerMultiprocessor;
   device_.max_threads_per_multiprocessor = prop.maxThreadsPerMultiProcessor;
+  // Not in cudaDeviceProp since CUDA 13; the attributes remain. Kernels tuned per device read
+  // these (bandwidth per SM clock), queried once here.
+  int memory_clock_khz = 0, bus_width_bits = 0;
+  CANOPY_CUDA_CHECK(cudaDeviceGetAttribute(&device_.clock_khz, cudaDevAttrClockRate, options.device));
+  CANOPY_CUDA_CHECK(cudaDeviceGetAttribute(&memory_clock_khz, cudaDevAttrMemoryClockRate, options.device));
+  CANOPY_CUDA_CHECK(cudaDeviceGetAttribute(&bus_width_bits, cudaDevAttrGlobalMemoryBusWidth, options.device));
+  device_.memory_bandwidth = 2.0 * memory_clock_khz * 1e3 * bus_width_bits / 8.0;
   if (options.stream) {
     stream_ = options.stream;
   } else {

@@ -1,8 +1,10 @@
 // Radix sort: keys and pairs of every key type against std::stable_sort with natural comparators,
 // stability (values record original positions), float specials, bit windows, 48/63-bit keys,
-// double buffering, bad arguments, and the CUDA backend against the host backend at 2^28.
+// double buffering, bad arguments, the CUDA backend against the host backend at 2^28, the device
+// class that picks the CUDA tile shapes, and every device class's shapes on whichever GPU runs.
 #include "common/backends.hpp"
 
+#include <canopy/core/detail/radix_engine.cuh>
 #include <canopy/core/radix_sort.hpp>
 
 #include <algorithm>
@@ -417,3 +419,115 @@ TEST_F(CudaRadixSortLarge, PairsAndWideKeysAt2To26MatchHost) {
     }
   }
 }
+
+// The device class behind the CUDA tile shapes, from peak DRAM bandwidth per SM clock.
+TEST(RadixDeviceClass, FromBandwidthPerSmClock) {
+  using canopy::detail::onesweep_regime;
+  canopy::device_info h100, h200, unknown, host;
+  h100.multiprocessors = h200.multiprocessors = unknown.multiprocessors = 132;
+  h100.clock_khz = h200.clock_khz = 1980000;
+  h100.memory_bandwidth = 2.0 * 2619e6 * 5120 / 8;  // H100 SXM: 3.35 TB/s
+  h200.memory_bandwidth = 2.0 * 3201e6 * 6144 / 8;  // H200: 4.92 TB/s
+  host.multiprocessors = 16;
+  EXPECT_NEAR(canopy::detail::memory_bytes_per_sm_clock(h100), 12.8, 0.1);
+  EXPECT_NEAR(canopy::detail::memory_bytes_per_sm_clock(h200), 18.8, 0.1);
+  EXPECT_EQ(canopy::detail::onesweep_regime_of(h100), onesweep_regime::bandwidth_bound);
+  EXPECT_EQ(canopy::detail::onesweep_regime_of(h200), onesweep_regime::compute_bound);
+  EXPECT_EQ(canopy::detail::onesweep_regime_of(unknown), onesweep_regime::compute_bound);
+  EXPECT_EQ(canopy::detail::memory_bytes_per_sm_clock(host), 0.0);
+  EXPECT_EQ(canopy::detail::onesweep_regime_of(host), onesweep_regime::compute_bound);
+}
+
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+// The library runs one device class's shapes per GPU; these run both classes' default shapes (and
+// so both kernel variants) through the LSD driver on whichever GPU is present: unsigned keys of
+// the given bit window, values given or (index variant) the input positions, sizes around the
+// tile of each shape (partial last tiles, one tile, several).
+namespace {
+template <class K, class V, canopy::detail::onesweep_regime R>
+void check_device_class_shape(canopy::context& ctx, dist d, int begin_bit, int end_bit, bool index_values,
+                              std::uint64_t seed) {
+  namespace cd = canopy::detail;
+  using D = cd::onesweep_default<K, V, R>;
+  constexpr bool pairs = !std::is_same_v<V, cd::no_value>;
+  constexpr std::size_t tile = 384 * std::size_t(D::items);
+  for (std::size_t n : {std::size_t(1), std::size_t(33), tile - 1, tile, 3 * tile + 17}) {
+    const auto keys = make_keys<K>(n, d, seed++);
+    std::vector<std::uint32_t> order(n);
+    std::iota(order.begin(), order.end(), 0u);
+    const K mask = end_bit - begin_bit >= int(sizeof(K) * 8) ? K(~K(0)) : K((K(1) << (end_bit - begin_bit)) - 1);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](auto x, auto y) { return ((keys[x] >> begin_bit) & mask) < ((keys[y] >> begin_bit) & mask); });
+    using VB = std::conditional_t<pairs, V, std::uint32_t>;
+    std::vector<VB> values(pairs ? n : 0);
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = VB(i * 2654435761u + 7);
+    canopy::buffer<K> k0(ctx, n), k1(ctx, n);
+    canopy::buffer<VB> v0(ctx, values.size()), v1(ctx, values.size());
+    k0.assign(keys);
+    if (pairs) v0.assign(values);
+    cd::lsd_job<K, V> job;
+    job.keys_in = k0.data();
+    job.keys[0] = k0.data();
+    job.keys[1] = k1.data();
+    if constexpr (pairs) {
+      job.vals_in = index_values ? nullptr : v0.data();
+      job.vals[0] = v0.data();
+      job.vals[1] = v1.data();
+    }
+    job.n = n;
+    job.begin_bit = begin_bit;
+    job.end_bit = end_bit;
+    job.first_dst = 1;
+    cd::lsd_run_cuda_shaped<K, V, D::items, D::min_blocks, D::variant>(ctx, job);
+    const bool alt = cd::lsd_passes(begin_bit, end_bit) % 2 == 1;
+    const auto got_k = (alt ? k1 : k0).to_host();
+    const std::string what = std::string(R == cd::onesweep_regime::bandwidth_bound ? "bandwidth_bound" : "compute_bound") +
+                             " " + std::to_string(D::items) + "x" + std::to_string(D::min_blocks) + " variant " +
+                             std::to_string(D::variant) + " " + name(d) + " n=" + std::to_string(n) + " bits [" +
+                             std::to_string(begin_bit) + "," + std::to_string(end_bit) + ")";
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_EQ(got_k[i], keys[order[i]]) << what << ": keys differ first at " << i;
+    if constexpr (pairs) {
+      const auto got_v = (alt ? v1 : v0).to_host();
+      for (std::size_t i = 0; i < n; ++i)
+        ASSERT_EQ(got_v[i], index_values ? VB(order[i]) : values[order[i]]) << what << ": values differ first at " << i;
+    }
+  }
+}
+
+}  // namespace
+
+// One test per device class and record type, so that a sanitizer run can take a few of them.
+class CudaRadixShapes : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!canopy::cuda_usable(&why)) GTEST_SKIP() << "CUDA backend unusable here: " << why;
+    ctx_ = std::make_unique<canopy::context>(canopy::backend_request::cuda);
+  }
+  std::unique_ptr<canopy::context> ctx_;
+};
+
+#define CANOPY_DEVICE_CLASS_TESTS(Class, regime)                                                          \
+  TEST_F(CudaRadixShapes, Class##Keys) {                                                                \
+    using canopy::detail::no_value;                                                                      \
+    check_device_class_shape<std::uint32_t, no_value, regime>(*ctx_, dist::uniform, 0, 32, false, 7000); \
+    check_device_class_shape<std::uint64_t, no_value, regime>(*ctx_, dist::few_unique, 0, 64, false, 7010); \
+    /* a digit straddling bit 32: the whole-key kernel */                                                \
+    check_device_class_shape<std::uint64_t, no_value, regime>(*ctx_, dist::uniform, 28, 36, false, 7020); \
+  }                                                                                                      \
+  TEST_F(CudaRadixShapes, Class##U32U32Pairs) {                                                          \
+    check_device_class_shape<std::uint32_t, std::uint32_t, regime>(*ctx_, dist::uniform, 0, 32, false, 7030); \
+    check_device_class_shape<std::uint32_t, std::uint32_t, regime>(*ctx_, dist::few_unique, 0, 16, true, 7040); \
+  }                                                                                                      \
+  TEST_F(CudaRadixShapes, Class##WidePairs) {                                                            \
+    check_device_class_shape<std::uint32_t, std::uint64_t, regime>(*ctx_, dist::uniform, 0, 24, false, 7050); \
+    check_device_class_shape<std::uint64_t, std::uint32_t, regime>(*ctx_, dist::few_unique, 0, 64, false, 7060); \
+    check_device_class_shape<std::uint64_t, std::uint32_t, regime>(*ctx_, dist::uniform, 0, 16, true, 7070); \
+    check_device_class_shape<std::uint64_t, std::uint64_t, regime>(*ctx_, dist::uniform, 8, 48, true, 7080); \
+  }
+
+CANOPY_DEVICE_CLASS_TESTS(ComputeBound, canopy::detail::onesweep_regime::compute_bound)
+CANOPY_DEVICE_CLASS_TESTS(BandwidthBound, canopy::detail::onesweep_regime::bandwidth_bound)
+#undef CANOPY_DEVICE_CLASS_TESTS
+#endif

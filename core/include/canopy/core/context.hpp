@@ -50,6 +50,8 @@ struct device_info {
   std::size_t shared_memory_per_block_optin = 0;
   std::size_t shared_memory_per_multiprocessor = 0;
   int max_threads_per_multiprocessor = 0;
+  int clock_khz = 0;                       //!< peak SM clock; 0 on the host backend
+  double memory_bandwidth = 0;             //!< peak DRAM bytes/s (2 x memory clock x bus width); 0 on the host
 };
 
 //! Options for a context. Null members mean "the context makes its own".

@@ -14,6 +14,7 @@
 #include <canopy/core/detail/split_host.cuh>
 
 #include <algorithm>
+#include <mutex>
 #include <string>
 
 namespace canopy::detail {
@@ -42,21 +43,66 @@ inline void check_bit_range(int begin_bit, int end_bit, int key_bits, const char
               std::to_string(end_bit));
 }
 
+//! Peak DRAM bandwidth per SM per SM clock cycle, in bytes: the balance between what a pass kernel
+//! can compute and what it can move. H200: 4.9 TB/s / (132 SMs x 1.98 GHz) = 18.8; H100 SXM:
+//! 3.35 TB/s / (132 x 1.98 GHz) = 12.8. 0 where the device did not report its clocks.
+inline double memory_bytes_per_sm_clock(const device_info& d) {
+  if (d.memory_bandwidth <= 0 || d.clock_khz <= 0 || d.multiprocessors <= 0) return 0;
+  return d.memory_bandwidth / (double(d.multiprocessors) * d.clock_khz * 1e3);
+}
+
+//! The two device classes the onesweep shapes were swept on (docs/performance/sort.md). Below 16
+//! bytes per SM clock (H100: 12.8) a pass moves its bytes slower than it ranks them, so it is
+//! bandwidth-bound; at or above (H200: 18.8), or unknown, it is bound by its ranking and barriers.
+enum class onesweep_regime { compute_bound, bandwidth_bound };
+constexpr double onesweep_bandwidth_bound_below = 16.0;
+
+inline onesweep_regime onesweep_regime_of(const device_info& d) {
+  const double b = memory_bytes_per_sm_clock(d);
+  return b > 0 && b < onesweep_bandwidth_bound_below ? onesweep_regime::bandwidth_bound
+                                                     : onesweep_regime::compute_bound;
+}
+
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
-//! Tile shape per record width: items per thread, and blocks per SM as the register hint. Keys
-//! only run three blocks of 384 threads per SM (56 registers), pairs two (80 registers, larger
-//! tiles). Chosen by sweeps on an H200 at 2^26 and 2^28 (docs/performance/sort.md): u32 keys
-//! 26 items (of 16-26; 28 not measured), u32/u32 pairs 24 (of 16-26), u64 keys 16 (of 12-20),
-//! u64/u32 pairs 18 (of 12-20). Pairs with 8-byte values were not measured; they take 16 items.
-template <class K, class V>
+//! Tile shape per record width and device class: items per thread, blocks per SM as the register
+//! hint (three blocks of 384 threads: 56 registers; two: 80), and the kernel variant
+//! (onesweep::variant). Swept at 2^26 and 2^28 (docs/performance/sort.md):
+//! - compute_bound, on an H200: u32 keys 26 items x 3 blocks (of 16-26), u32/u32 pairs 24x2 (of
+//!   16-26), u64 keys 16x3 (of 12-20), u64/u32 pairs 18x2 (of 12-20);
+//! - bandwidth_bound, on an H100 (round 3): u32 keys 30x3 (of 16-40), u32/u32 pairs 22x2 with
+//!   staged values (of 12-24, staged or not), u64 keys 26x2 (of 10-28: larger tiles at two blocks
+//!   beat 16x3 by 4-8% there), u64/u32 pairs 18x2 as on the H200 (of 14-18, staged or not).
+//! Pairs with 8-byte values were not measured on either; they take 16x2.
+template <class K, class V, onesweep_regime R = onesweep_regime::compute_bound>
 struct onesweep_default {
   static constexpr bool keys_only = std::is_same_v<V, no_value>;
   static constexpr bool four_byte = sizeof(K) == 4 && (keys_only || sizeof(V) == 4);
-  static constexpr int items = keys_only ? (sizeof(K) == 4 ? 26 : 16) : four_byte ? 24 : sizeof(V) == 4 ? 18 : 16;
-  static constexpr int min_blocks = keys_only ? 3 : 2;
+  static constexpr bool bandwidth_bound = R == onesweep_regime::bandwidth_bound;
+  static constexpr int items = keys_only   ? (sizeof(K) == 4 ? (bandwidth_bound ? 30 : 26) : (bandwidth_bound ? 26 : 16))
+                               : four_byte ? (bandwidth_bound ? 22 : 24)
+                               : sizeof(V) == 4 ? 18
+                                                : 16;
+  static constexpr int min_blocks = keys_only && !(bandwidth_bound && sizeof(K) == 8) ? 3 : 2;
+  static constexpr int variant = bandwidth_bound && four_byte && !keys_only ? onesweep::variant::stage_values : 0;
 };
 
-template <class K, class V, int Items, int MinBlocks>
+//! Sets the opt-in dynamic shared memory limit of one pass kernel instantiation, once per device
+//! (a host-side attribute of the device's primary context; thread-safe). Ordinals past the 64th
+//! set it on every call.
+template <class K, class V, int Items, int MinBlocks, onesweep::digit_word W, int Variant>
+void allow_pass_shared_memory(int device) {
+  constexpr int tracked = 64;
+  static std::once_flag once[tracked];
+  const auto set = [] {
+    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(onesweep::onesweep_pass_kernel<K, V, Items, MinBlocks, W, Variant>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           int(onesweep::shape<K, V, Items, MinBlocks>::smem_bytes)));
+  };
+  if (device >= 0 && device < tracked) std::call_once(once[device], set);
+  else set();
+}
+
+template <class K, class V, int Items, int MinBlocks, int Variant = 0>
 void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   namespace os = onesweep;
   using S = os::shape<K, V, Items, MinBlocks>;
@@ -90,18 +136,16 @@ void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   // shift). Pairs keep one kernel: measured no change for u64/u32 pairs (docs/performance/sort.md).
   constexpr bool words = sizeof(K) == 8 && std::is_same_v<V, no_value>;
   using os::digit_word;
-  auto* whole = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::whole>;
+  auto* whole = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::whole, Variant>;
   auto* low = whole;
   auto* high = whole;
-  if constexpr (words) {
-    low = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::low>;
-    high = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::high>;
-  }
   // Tiles above 48 KiB of shared memory need the opt-in limit (a host-side attribute, no sync).
-  CANOPY_CUDA_CHECK(cudaFuncSetAttribute(whole, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::smem_bytes)));
+  allow_pass_shared_memory<K, V, Items, MinBlocks, digit_word::whole, Variant>(ctx.device().ordinal);
   if constexpr (words) {
-    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(low, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::smem_bytes)));
-    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(high, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::smem_bytes)));
+    low = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::low, Variant>;
+    high = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::high, Variant>;
+    allow_pass_shared_memory<K, V, Items, MinBlocks, digit_word::low, Variant>(ctx.device().ordinal);
+    allow_pass_shared_memory<K, V, Items, MinBlocks, digit_word::high, Variant>(ctx.device().ordinal);
   }
   for (int p = 0; p < passes; ++p) {
     const int shift = job.begin_bit + 8 * p;
@@ -136,8 +180,14 @@ template <class K, class V>
 void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) {
   require(job.n <= onesweep::max_elements, function, "keys",
           "the CUDA backend sorts fewer than 2^30 elements per call, got " + std::to_string(job.n));
-  using D = onesweep_default<K, V>;
-  lsd_run_cuda_shaped<K, V, D::items, D::min_blocks>(ctx, job);
+  // The device class is a property the context queried once (no call here reaches the driver).
+  if (onesweep_regime_of(ctx.device()) == onesweep_regime::bandwidth_bound) {
+    using D = onesweep_default<K, V, onesweep_regime::bandwidth_bound>;
+    lsd_run_cuda_shaped<K, V, D::items, D::min_blocks, D::variant>(ctx, job);
+  } else {
+    using D = onesweep_default<K, V, onesweep_regime::compute_bound>;
+    lsd_run_cuda_shaped<K, V, D::items, D::min_blocks, D::variant>(ctx, job);
+  }
 }
 #endif
 

@@ -20,7 +20,9 @@
 //      - each warp places its records in shared memory in split order as soon as it has ranked
 //        them (the exchange buffers do not alias the counters), then the block writes them out
 //        so that each digit's run leaves the block contiguously (coalesced). Five barriers per
-//        tile, keys only or pairs.
+//        tile, keys only or pairs (six for pairs with variant::stage_values).
+//   Shapes (items per thread, blocks per SM, variant) are chosen per device class in
+//   radix_engine.cuh.
 // Look-back words pack a 2-bit flag over a 30-bit count, hence n < 2^30 per call.
 #pragma once
 
@@ -40,6 +42,18 @@ constexpr std::uint32_t flag_aggregate = 1u << 30;
 constexpr std::uint32_t flag_inclusive = 2u << 30;
 constexpr std::uint32_t value_mask = (1u << 30) - 1;
 constexpr std::uint32_t max_elements = value_mask;  // counts must fit the 30-bit field
+
+//! Kernel variants beyond the tile shape (template argument `Variant` of onesweep_pass_kernel); 0
+//! is the kernel every H200 measurement in docs/performance/sort.md ran. Tried on the H100 and
+//! removed (sort.md, runs 9-10): evict-first loads (2-4% slower), values staged into a buffer of
+//! their own and placed as their keys are ranked (no faster than stage_values).
+namespace variant {
+//! Pairs: each thread starts copying its tile's values into the value exchange buffer (cp.async,
+//! no registers) right after the tile id is known, so the value loads overlap the key ranking
+//! instead of following it; after ranking each thread reads back its own values and, after one
+//! more block barrier, places them. Index variants (values = positions) are unaffected.
+constexpr int stage_values = 1;
+}  // namespace variant
 
 //! Tile shape: 384 threads x `items` per thread; shared memory is dynamic (per-warp digit
 //! counters, the key exchange buffer and, for pairs, the value exchange buffer, side by side), so
@@ -106,6 +120,16 @@ __device__ __forceinline__ std::uint32_t match_digit(std::uint32_t d) {
   return peers;
 }
 
+//! cp.async of one 4- or 8-byte element from global to shared memory (sm_80+).
+template <class T>
+__device__ __forceinline__ void copy_async(T* shared_dst, const T* global_src) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "cp.async.ca copies 4, 8 or 16 bytes");
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(shared_dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(dst), "l"(global_src), "n"(int(sizeof(T)))
+               : "memory");
+}
+__device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
 //! Which part of an ordered key holds a pass's digit: the whole key (any shift), or for 8-byte
 //! keys only its low or high 32-bit word (the digit does not straddle bit 32; the shift is then
 //! relative to that word), so the digit is a 32-bit shift and a mask instead of a variable 64-bit
@@ -125,11 +149,12 @@ __device__ __forceinline__ std::uint32_t digit_of(K ordered, int shift, std::uin
 //! and the highest positions, so it ranks after every real key and its shared slots are the
 //! tile's last ones, which are never written out (only that tile's own counts include them, and
 //! no later tile reads them).
-template <class K, class V, int Items, int MinBlocks, digit_word W = digit_word::whole>
+template <class K, class V, int Items, int MinBlocks, digit_word W = digit_word::whole, int Variant = 0>
 __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args<K, V> a) {
   using S = shape<K, V, Items, MinBlocks>;
   constexpr int threads = S::threads, items = S::items, tile_size = S::tile, warps = S::warps;
   constexpr bool has_values = S::has_values;
+  constexpr bool stage = has_values && (Variant & variant::stage_values) != 0;
   extern __shared__ __align__(16) unsigned char dyn_smem[];
   std::uint32_t* counters = reinterpret_cast<std::uint32_t*>(dyn_smem);  // [warps][radix]
   K* s_keys = reinterpret_cast<K*>(dyn_smem + S::counter_bytes);
@@ -151,6 +176,18 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
 
   // Warp-striped load: warp w owns positions [w*items*32, (w+1)*items*32) of the tile.
   const std::uint32_t warp_base = tile_base + std::uint32_t(warp) * items * 32;
+  // Staged values sit in the value buffer at their tile position (the same warp-striped index),
+  // so each thread later reads back exactly the elements it copied.
+  V* const staged = s_vals + warp * items * 32 + lane;
+  if constexpr (stage) {
+    if (a.vals_in) {
+#pragma unroll
+      for (int i = 0; i < items; ++i) {
+        const std::uint32_t idx = warp_base + i * 32 + lane;
+        if (full_tile || idx < a.n) copy_async(staged + i * 32, a.vals_in + idx);
+      }
+    }
+  }
   K keys[items];
   if (full_tile) {
 #pragma unroll
@@ -240,10 +277,20 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
   if constexpr (has_values) {
     __syncwarp();  // keeps the value loads after the key stores: keys[] is dead before vals[] lives
     V vals[items];
+    if constexpr (stage) {
+      if (a.vals_in) copy_async_wait_all();
 #pragma unroll
-    for (int i = 0; i < items; ++i) {
-      const std::uint32_t idx = warp_base + i * 32 + lane;
-      vals[i] = (full_tile || idx < a.n) ? (a.vals_in ? a.vals_in[idx] : V(idx)) : V(0);
+      for (int i = 0; i < items; ++i) {
+        const std::uint32_t idx = warp_base + i * 32 + lane;
+        vals[i] = (full_tile || idx < a.n) ? (a.vals_in ? staged[i * 32] : V(idx)) : V(0);
+      }
+      __syncthreads();  // every staged value is read back before any placement overwrites it
+    } else {
+#pragma unroll
+      for (int i = 0; i < items; ++i) {
+        const std::uint32_t idx = warp_base + i * 32 + lane;
+        vals[i] = (full_tile || idx < a.n) ? (a.vals_in ? a.vals_in[idx] : V(idx)) : V(0);
+      }
     }
 #pragma unroll
     for (int i = 0; i < items; ++i) s_vals[pos[i]] = vals[i];

@@ -1,0 +1,325 @@
+// canopy-radix-tuning — sweeps the onesweep radix sort's tile shapes (items per thread, blocks per
+// SM, kernel variant) against cub::DeviceRadixSort (DoubleBuffer) on the same inputs, in one
+// process: the measurements behind radix_engine.cuh's onesweep_default per device class
+// (docs/performance/sort.md). CUDA only. Each timing is the median of --runs CUDA-event runs after
+// --warmup runs; the input is restored by a device copy outside the timed region. Keys are uniform
+// random and non-zero; every variant's keys (and values) are compared with CUB's, and a mismatch
+// makes the exit status 1.
+//
+//   canopy-radix-tuning [--sizes 26,28] [--runs 20] [--warmup 3]
+//                       [--filter u32_keys,u32_u32_pairs,u64_keys,u64_48bit_keys,u64_u32_pairs]
+//                       [--shapes TEXT]   (only shapes whose label contains TEXT; CUB always runs)
+#include <canopy/core/buffer.hpp>
+#include <canopy/core/context.hpp>
+#include <canopy/core/detail/radix_engine.cuh>
+
+#include <cub/device/device_radix_sort.cuh>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+namespace cd = canopy::detail;
+using cd::no_value;
+
+int g_runs = 20;
+int g_warmup = 3;
+std::string g_shapes;
+bool g_failed = false;
+
+//! One tile shape of onesweep_pass_kernel: items per thread, blocks per SM (register hint),
+//! onesweep::variant bits.
+template <int Items, int MinBlocks, int Variant = 0>
+struct tile {
+  static constexpr int items = Items, min_blocks = MinBlocks, variant = Variant;
+};
+
+std::string label_of(int items, int min_blocks, int variant) {
+  std::string s = std::to_string(items) + "x" + std::to_string(min_blocks);
+  if (variant & cd::onesweep::variant::stage_values) s += " staged-values";
+  return s;
+}
+
+__device__ __forceinline__ std::uint64_t mix64(std::uint64_t x) {  // splitmix64 finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+//! Uniform random values under `mask`, never zero.
+template <class T>
+__global__ void fill_random_kernel(T* out, std::size_t n, std::uint64_t seed, std::uint64_t mask) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    const std::uint64_t v = mix64(seed * 0x100000001b3ull + i) & mask;
+    out[i] = T(v ? v : 1);
+  }
+}
+
+template <class T>
+__global__ void count_mismatches_kernel(const T* a, const T* b, std::size_t n, unsigned long long* count) {
+  unsigned long long c = 0;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    c += a[i] != b[i];
+  if (c) atomicAdd(count, c);
+}
+
+template <class T>
+void fill_random(canopy::context& ctx, canopy::buffer<T>& b, std::uint64_t seed, std::uint64_t mask) {
+  fill_random_kernel<<<1024, 256, 0, ctx.stream()>>>(b.data(), b.size(), seed, mask);
+  CANOPY_CUDA_CHECK_LAUNCH("fill_random_kernel");
+}
+
+template <class T>
+unsigned long long mismatches(canopy::context& ctx, const T* a, const T* b, std::size_t n) {
+  canopy::buffer<unsigned long long> count(ctx, 1);
+  count.fill_bytes(0);
+  count_mismatches_kernel<<<1024, 256, 0, ctx.stream()>>>(a, b, n, count.data());
+  CANOPY_CUDA_CHECK_LAUNCH("count_mismatches_kernel");
+  return count.to_host()[0];
+}
+
+//! Median of g_runs timed calls of `body` after g_warmup untimed ones; `restore` runs before each
+//! call, outside the timed region.
+template <class R, class F>
+double median_ms(canopy::context& ctx, R&& restore, F&& body) {
+  for (int i = 0; i < g_warmup; ++i) restore(), body();
+  cudaEvent_t a, b;
+  CANOPY_CUDA_CHECK(cudaEventCreate(&a));
+  CANOPY_CUDA_CHECK(cudaEventCreate(&b));
+  std::vector<float> t;
+  for (int i = 0; i < g_runs; ++i) {
+    restore();
+    CANOPY_CUDA_CHECK(cudaEventRecord(a, ctx.stream()));
+    body();
+    CANOPY_CUDA_CHECK(cudaEventRecord(b, ctx.stream()));
+    CANOPY_CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CANOPY_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  CANOPY_CUDA_CHECK(cudaEventDestroy(a));
+  CANOPY_CUDA_CHECK(cudaEventDestroy(b));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+//! One record type at one size: pristine input, canopy's and CUB's double buffers, CUB's time and
+//! result (the reference every shape is compared with).
+template <class K, class V>
+struct sort_case {
+  static constexpr bool pairs = !std::is_same_v<V, no_value>;
+  using VB = std::conditional_t<pairs, V, std::uint32_t>;  // a buffer type for keys-only cases
+  canopy::context& ctx;
+  const char* name;
+  int lg;
+  int end_bit;
+  std::size_t n;
+  canopy::buffer<K> pristine_k, k, k_alt, ref_k, ref_k_alt;
+  canopy::buffer<VB> pristine_v, v, v_alt, ref_v, ref_v_alt;
+  const K* ref_keys = nullptr;
+  const VB* ref_vals = nullptr;
+  double cub_ms = 0, copy_ms = 0;
+  double bytes = 0;  // the floor: one read of the keys (histogram), then per pass read + write of every record
+
+  sort_case(canopy::context& c, const char* nm, int lg_, int end_bit_)
+      : ctx(c), name(nm), lg(lg_), end_bit(end_bit_), n(std::size_t(1) << lg_),
+        pristine_k(c, n), k(c, n), k_alt(c, n), ref_k(c, n), ref_k_alt(c, n),
+        pristine_v(c, pairs ? n : 0), v(c, pairs ? n : 0), v_alt(c, pairs ? n : 0), ref_v(c, pairs ? n : 0),
+        ref_v_alt(c, pairs ? n : 0) {
+    const std::uint64_t key_mask = end_bit >= 64 ? ~0ull : (1ull << end_bit) - 1;
+    fill_random(ctx, pristine_k, 1000 + lg + sizeof(K), key_mask);
+    if constexpr (pairs) fill_random(ctx, pristine_v, 2000 + lg, ~0ull);
+    const int passes = cd::lsd_passes(0, end_bit);
+    bytes = double(n) * (sizeof(K) + passes * 2.0 * (sizeof(K) + (pairs ? sizeof(V) : 0)));
+
+    cub::DoubleBuffer<K> dk(ref_k.data(), ref_k_alt.data());
+    cub::DoubleBuffer<VB> dv(ref_v.data(), ref_v_alt.data());
+    std::size_t temp_bytes = 0;
+    const auto call = [&](void* temp) {
+      if constexpr (pairs)
+        CANOPY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, dk, dv, std::int64_t(n), 0, end_bit,
+                                                          ctx.stream()));
+      else
+        CANOPY_CUDA_CHECK(
+            cub::DeviceRadixSort::SortKeys(temp, temp_bytes, dk, std::int64_t(n), 0, end_bit, ctx.stream()));
+    };
+    call(nullptr);
+    canopy::buffer<unsigned char> temp(ctx, temp_bytes);
+    cub_ms = median_ms(
+        ctx,
+        [&] {
+          restore(ref_k, ref_v);
+          dk = cub::DoubleBuffer<K>(ref_k.data(), ref_k_alt.data());
+          dv = cub::DoubleBuffer<VB>(ref_v.data(), ref_v_alt.data());
+        },
+        [&] { call(temp.data()); });
+    ref_keys = dk.Current();
+    ref_vals = dv.Current();
+    copy_ms = median_ms(ctx, [] {}, [&] {
+      CANOPY_CUDA_CHECK(cudaMemcpyAsync(k_alt.data(), pristine_k.data(), n * sizeof(K), cudaMemcpyDeviceToDevice,
+                                        ctx.stream()));
+    });
+    std::printf("%-16s n=2^%d: copy %.4f ms (%.0f GB/s), CUB %.4f ms (%.1f Gkeys/s, %.0f GB/s at the floor of %.0f B/key)\n",
+                name, lg, copy_ms, 2.0 * n * sizeof(K) / (copy_ms * 1e6), cub_ms, n / (cub_ms * 1e6),
+                bytes / (cub_ms * 1e6), bytes / n);
+  }
+
+  void restore(canopy::buffer<K>& keys, canopy::buffer<VB>& vals) {
+    CANOPY_CUDA_CHECK(cudaMemcpyAsync(keys.data(), pristine_k.data(), n * sizeof(K), cudaMemcpyDeviceToDevice,
+                                      ctx.stream()));
+    if constexpr (pairs)
+      CANOPY_CUDA_CHECK(cudaMemcpyAsync(vals.data(), pristine_v.data(), n * sizeof(V), cudaMemcpyDeviceToDevice,
+                                        ctx.stream()));
+  }
+
+  //! Times one shape (or, with Tile = void, the library's own choice for this device) and checks
+  //! its output against CUB's.
+  template <class Tile>
+  void run(const std::string& label) {
+    if (!g_shapes.empty() && label.find(g_shapes) == std::string::npos) return;
+    cd::lsd_job<K, V> job;
+    job.keys_in = k.data();
+    job.keys[0] = k.data();
+    job.keys[1] = k_alt.data();
+    if constexpr (pairs) {
+      job.vals_in = v.data();
+      job.vals[0] = v.data();
+      job.vals[1] = v_alt.data();
+    }
+    job.n = n;
+    job.begin_bit = 0;
+    job.end_bit = end_bit;
+    job.kind = canopy::key_kind::unsigned_integer;
+    job.first_dst = 1;  // as radix_sort_*_double_buffered: pass 0 writes the alternate buffer
+    const double ms = median_ms(ctx, [&] { restore(k, v); }, [&] {
+      if constexpr (std::is_void_v<Tile>)
+        cd::lsd_run_cuda(ctx, job, "canopy-radix-tuning");
+      else
+        cd::lsd_run_cuda_shaped<K, V, Tile::items, Tile::min_blocks, Tile::variant>(ctx, job);
+    });
+    const bool in_alt = cd::lsd_passes(0, end_bit) % 2 == 1;
+    unsigned long long bad = mismatches(ctx, in_alt ? k_alt.data() : k.data(), ref_keys, n);
+    if constexpr (pairs) bad += mismatches(ctx, in_alt ? v_alt.data() : v.data(), ref_vals, n);
+    std::printf("%-16s n=2^%d %-28s %8.4f ms %6.2f Gkeys/s %5.0f GB/s %5.1f%% copy  CUB %8.4f ms  CUB/canopy %.3f %s\n",
+                name, lg, label.c_str(), ms, n / (ms * 1e6), bytes / (ms * 1e6),
+                100.0 * (bytes / (2.0 * n * sizeof(K)) * copy_ms) / ms, cub_ms, cub_ms / ms, bad ? "MISMATCH" : "ok");
+    if (bad) g_failed = true;
+  }
+
+  template <class... Tiles>
+  void sweep() {
+    const auto regime = cd::onesweep_regime_of(ctx.device());
+    run<void>(regime == cd::onesweep_regime::bandwidth_bound ? "library (bandwidth_bound)" : "library (compute_bound)");
+    (run<Tiles>(label_of(Tiles::items, Tiles::min_blocks, Tiles::variant)), ...);
+  }
+};
+
+// Candidate shapes. ptxas (sm_90, nvcc 13.0) spill stores: u32 keys 32x3 8 B; u64 keys 10x4 12 B
+// (word kernels), 26x2 12 B in the whole-key kernel only (digits straddling bit 32); u32/u32 pairs
+// 24x2 16 B, 23x2 staged 8 B; 0 in every other shape checked (not checked: u64 keys 14x3, u64/u32
+// pairs 16x2 unstaged and 14x2 staged). Defaults: compute_bound 26x3, 24x2, 16x3, 18x2 (H200
+// sweeps); bandwidth_bound 30x3, 22x2 staged, 26x2, 18x2 (H100, round 3). docs/performance/sort.md
+// also records variants tried and removed (evict-first loads, values staged apart).
+void sweep_u32_keys(canopy::context& ctx, int lg) {
+  sort_case<std::uint32_t, no_value> c(ctx, "u32_keys", lg, 32);
+  c.sweep<tile<20, 3>, tile<26, 3>, tile<28, 3>, tile<30, 3>, tile<32, 3>, tile<32, 2>, tile<36, 2>, tile<40, 2>,
+          tile<16, 4>>();
+}
+
+void sweep_u32_u32_pairs(canopy::context& ctx, int lg) {
+  constexpr int S = cd::onesweep::variant::stage_values;
+  sort_case<std::uint32_t, std::uint32_t> c(ctx, "u32_u32_pairs", lg, 32);
+  c.sweep<tile<16, 3>, tile<18, 3>, tile<20, 2>, tile<22, 2>, tile<24, 2>, tile<16, 3, S>, tile<20, 2, S>,
+          tile<21, 2, S>, tile<22, 2, S>, tile<23, 2, S>>();
+}
+
+template <int EndBit>
+void sweep_u64_keys(canopy::context& ctx, int lg) {
+  sort_case<std::uint64_t, no_value> c(ctx, EndBit == 64 ? "u64_keys" : "u64_48bit_keys", lg, EndBit);
+  c.sweep<tile<14, 3>, tile<16, 3>, tile<18, 3>, tile<20, 2>, tile<22, 2>, tile<24, 2>, tile<26, 2>, tile<28, 2>,
+          tile<10, 4>>();
+}
+
+void sweep_u64_u32_pairs(canopy::context& ctx, int lg) {
+  constexpr int S = cd::onesweep::variant::stage_values;
+  sort_case<std::uint64_t, std::uint32_t> c(ctx, "u64_u32_pairs", lg, 64);
+  c.sweep<tile<16, 2>, tile<18, 2>, tile<14, 2, S>, tile<16, 2, S>>();
+}
+
+std::vector<int> parse_sizes(const char* s) {
+  std::vector<int> out;
+  std::string t(s);
+  std::size_t p = 0;
+  while (p < t.size()) {
+    const std::size_t q = t.find(',', p);
+    out.push_back(std::atoi(t.substr(p, q - p).c_str()));
+    if (q == std::string::npos) break;
+    p = q + 1;
+  }
+  return out;
+}
+
+bool wanted(const std::string& filter, const std::string& name) {
+  std::size_t p = 0;
+  while (p <= filter.size()) {
+    const std::size_t q = std::min(filter.find(',', p), filter.size());
+    if (filter.compare(p, q - p, name) == 0) return true;
+    p = q + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> sizes{26, 28};
+  std::string filter = "u32_keys,u32_u32_pairs,u64_keys,u64_48bit_keys,u64_u32_pairs";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--sizes" && i + 1 < argc) sizes = parse_sizes(argv[++i]);
+    else if (a == "--runs" && i + 1 < argc) g_runs = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--warmup" && i + 1 < argc) g_warmup = std::max(0, std::atoi(argv[++i]));
+    else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
+    else if (a == "--shapes" && i + 1 < argc) g_shapes = argv[++i];
+    else {
+      std::fprintf(stderr,
+                   "usage: canopy-radix-tuning [--sizes 26,28] [--runs 20] [--warmup 3] [--shapes TEXT]\n"
+                   "       [--filter u32_keys,u32_u32_pairs,u64_keys,u64_48bit_keys,u64_u32_pairs]\n");
+      return 2;
+    }
+  }
+  try {
+    canopy::context ctx(canopy::backend_request::cuda);
+    const canopy::device_info& d = ctx.device();
+    std::printf("%s\n", ctx.description().c_str());
+    std::printf("peak DRAM %.0f GB/s, SM clock %.0f MHz: %.1f bytes per SM clock -> %s shapes; %d runs (median) after %d warm-up\n",
+                d.memory_bandwidth / 1e9, d.clock_khz / 1e3, cd::memory_bytes_per_sm_clock(d),
+                cd::onesweep_regime_of(d) == cd::onesweep_regime::bandwidth_bound ? "bandwidth_bound"
+                                                                                   : "compute_bound",
+                g_runs, g_warmup);
+    for (int lg : sizes) {
+      if (lg < 1 || lg > 29) {
+        std::fprintf(stderr, "canopy-radix-tuning: size 2^%d out of range 1..29\n", lg);
+        return 2;
+      }
+      if (wanted(filter, "u32_keys")) sweep_u32_keys(ctx, lg);
+      if (wanted(filter, "u32_u32_pairs")) sweep_u32_u32_pairs(ctx, lg);
+      if (wanted(filter, "u64_keys")) sweep_u64_keys<64>(ctx, lg);
+      if (wanted(filter, "u64_48bit_keys")) sweep_u64_keys<48>(ctx, lg);
+      if (wanted(filter, "u64_u32_pairs")) sweep_u64_u32_pairs(ctx, lg);
+      std::fflush(stdout);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "canopy-radix-tuning: %s\n", e.what());
+    return 1;
+  }
+  if (g_failed) std::fprintf(stderr, "canopy-radix-tuning: a shape's output differed from CUB's\n");
+  return g_failed ? 1 : 0;
+}
