@@ -84,6 +84,36 @@ struct scan_case {
     report(Exclusive ? "scan_excl" : "scan_incl", label, lg, Shape::block_threads, Shape::items, ms,
            2.0 * n * sizeof(T), cub_ms, copy_ms, out.to_host() == ref);
   }
+
+  //! The persistent kernel with an explicit shape; a refused launch (fallback) is reported as a failure.
+  template <class Shape>
+  void run_persistent(const char* label) {
+    const std::size_t n = in.size();
+    const T zero = 0;
+    out.fill_bytes(0);
+    bool launched = true;
+    const double ms = median_ms(ctx, [&] {
+      launched = launched && canopy::detail::launch_persistent_scan<T, canopy::plus<T>, Shape>(
+                                 ctx, in.data(), out.data(), n, Exclusive ? &zero : nullptr, canopy::plus<T>{});
+    });
+    if (!launched) std::printf("%s: persistent launch refused\n", label);
+    report(Exclusive ? "scan_excl" : "scan_incl", label, lg, Shape::block_threads, Shape::items, ms,
+           2.0 * n * sizeof(T), cub_ms, copy_ms, launched && out.to_host() == ref);
+  }
+
+  //! The public entry point (whatever the dispatch picks).
+  void run_public(const char* label) {
+    const std::size_t n = in.size();
+    out.fill_bytes(0);
+    const double ms = median_ms(ctx, [&] {
+      if constexpr (Exclusive)
+        canopy::exclusive_scan<T>(ctx, canopy::span<const T>(in.view()), out.view(), T(0), canopy::plus<T>{});
+      else
+        canopy::inclusive_scan<T>(ctx, canopy::span<const T>(in.view()), out.view(), canopy::plus<T>{});
+    });
+    report(Exclusive ? "scan_excl" : "scan_incl", label, lg, 0, 0, ms, 2.0 * n * sizeof(T), cub_ms, copy_ms,
+           out.to_host() == ref);
+  }
 };
 
 template <class T, bool Exclusive>
@@ -122,34 +152,47 @@ std::vector<T> scan_input(std::size_t n, int shift, T offset) {
 
 // Earlier sweeps (docs/performance/scan.md): wider look-back windows (64-256 descriptors per
 // round trip) and shorter back-off caps were slower; occupancy (resident warps) mattered most.
+// Earlier sweeps (docs/performance/scan.md): wider look-back windows (64-256 descriptors per
+// round trip) and shorter back-off caps were slower; occupancy (resident warps) mattered most for the
+// one-block-per-tile kernel. Session 3: the persistent kernel (persistent_scan_shape<T, threads, rows
+// of 16 bytes, stages, blocks per SM, copies per tile, evict-first loads>).
 void sweep_scan_i32(canopy::context& ctx, int lg) {
   using T = std::int32_t;
+  using canopy::detail::tuning::persistent_scan_shape;
   const std::size_t n = std::size_t(1) << lg;
   canopy::buffer<T> in(ctx, n), out(ctx, n);
   in.assign(scan_input<T>(n, 28, 7));
   auto c = make_scan_case<T, false>(ctx, lg, in, out);
-  c.run<canopy::detail::tuning::plain_scan_shape<T>>("default (plain_scan_shape)");
-  c.run<scan_shape<T, T, 128, 256, 1, true, true>>("128B x256 spec+stream (earlier default)");
-  c.run<scan_shape<T, T, 128, 512, 2, false, false>>("128B x512 mb2, no hints");
-  c.run<scan_shape<T, T, 128, 512, 2, true, false, 2>>("128B x512 mb2 stream, lookback 64");
-  c.run<scan_shape<T, T, 128, 512, 2, true, false, 1, 64>>("128B x512 mb2 stream, backoff cap 64");
-  c.run<scan_shape<T, T, 128, 512, 2, true, false, 1, 1024>>("128B x512 mb2 stream, backoff cap 1024");
-  c.run<scan_shape<T, T, 128, 512, 2, true, false>>("128B x512 mb2 stream");
+  c.run_public("public inclusive_scan (dispatch)");
+  c.run<canopy::detail::tuning::plain_scan_shape<T>>("block per tile 128B x1024 (old default)");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2>>("persist 32KB x3 stages x2 blocks");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 2, 2>>("persist 32KB x2 stages x2 blocks");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 4>>("persist 32KB x3 x2, 4 copies/tile");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, true>>("persist 32KB x3 x2, evict-first loads");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, false, 2>>("persist 32KB x3 x2, look-back 64");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, false, 4>>("persist 32KB x3 x2, look-back 128");
+  c.run_persistent<persistent_scan_shape<T, 256, 4, 4, 3>>("persist 16KB x4 stages x3 blocks");
+  c.run_persistent<persistent_scan_shape<T, 384, 4, 3, 3>>("persist 24KB x3 stages x3 blocks");
+  c.run_persistent<persistent_scan_shape<T, 256, 8, 3, 2>>("persist 32KB(256thr) x3 x2 blocks");
+  c.run_persistent<persistent_scan_shape<T, 512, 8, 3, 1>>("persist 64KB(512thr) x3 x1 block");
+  c.run_persistent<persistent_scan_shape<T, 1024, 4, 3, 1>>("persist 64KB(1024thr) x3 x1 block");
 }
 
 void sweep_scan_i64(canopy::context& ctx, int lg) {
   using T = std::int64_t;
+  using canopy::detail::tuning::persistent_scan_shape;
   const std::size_t n = std::size_t(1) << lg;
   canopy::buffer<T> in(ctx, n), out(ctx, n);
   in.assign(scan_input<T>(n, 20, 77));
   auto c = make_scan_case<T, true>(ctx, lg, in, out);
-  c.run<canopy::detail::tuning::plain_scan_shape<T>>("default (plain_scan_shape)");
-  c.run<scan_shape<T, T, 128, 128, 1, true, false>>("128B x128 stream (earlier default)");
-  c.run<scan_shape<T, T, 128, 512, 2, true, false>>("128B x512 stream, minblocks 2");
-  c.run<scan_shape<T, T, 128, 256, 4, false, false>>("128B x256 mb4, no hints");
-  c.run<scan_shape<T, T, 128, 256, 4, true, false, 2>>("128B x256 mb4 stream, lookback 64");
-  c.run<scan_shape<T, T, 128, 256, 4, true, false, 1, 1024>>("128B x256 mb4 stream, backoff cap 1024");
-  c.run<scan_shape<T, T, 128, 1024, 1, true, false>>("128B x1024 stream");
+  c.run_public("public exclusive_scan (dispatch)");
+  c.run<canopy::detail::tuning::plain_scan_shape<T>>("block per tile 128B x256 mb4 (old default)");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2>>("persist 32KB x3 stages x2 blocks");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, true>>("persist 32KB x3 x2, evict-first loads");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, false, 2>>("persist 32KB x3 x2, look-back 64");
+  c.run_persistent<persistent_scan_shape<T, 256, 8, 3, 2>>("persist 32KB(256thr) x3 x2 blocks");
+  c.run_persistent<persistent_scan_shape<T, 256, 4, 4, 3>>("persist 16KB x4 stages x3 blocks");
+  c.run_persistent<persistent_scan_shape<T, 512, 8, 3, 1>>("persist 64KB(512thr) x3 x1 block");
 }
 
 // ---- select -------------------------------------------------------------------------------------
@@ -204,8 +247,6 @@ void sweep_select(canopy::context& ctx, int lg) {
   };
   run(canopy::detail::tuning::select_shape<T>{}, "default (select_shape)");
   run(canopy::detail::tuning::default_scan_shape<T, unsigned>{}, "128B x256 (earlier default)");
-  run(scan_shape<T, unsigned, 64, 512, 4>{}, "64B x512 minblocks 4");
-  run(scan_shape<T, unsigned, 128, 256, 4, false, true>{}, "128B x256 minblocks 4, spec");
 }
 
 // ---- reduce -------------------------------------------------------------------------------------
@@ -240,11 +281,45 @@ void sweep_reduce(canopy::context& ctx, int lg) {
     canopy::reduce(ctx, canopy::span<const T>(in.view()), result.view(), T(0), canopy::plus<T>{});
   });
   using canopy::plus;
-  check("512 thr, 4 vectors in flight", [&] {
-    canopy::detail::cuda_reduce_shaped<T, plus<T>, 512, 4>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
+  using canopy::detail::cuda_reduce_shaped;
+  check("128 thr x4, interleaved (block streams)", [&] {
+    cuda_reduce_shaped<T, plus<T>, 128, 4, 1, true>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
   });
-  check("256 thr, 4 vectors in flight", [&] {
-    canopy::detail::cuda_reduce_shaped<T, plus<T>, 256, 4>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
+  check("256 thr x4, interleaved", [&] {
+    cuda_reduce_shaped<T, plus<T>, 256, 4, 1, true>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
+  });
+  check("128 thr x8, interleaved", [&] {
+    cuda_reduce_shaped<T, plus<T>, 128, 8, 1, true>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
+  });
+  check("128 thr x4, interleaved, 4 waves", [&] {
+    cuda_reduce_shaped<T, plus<T>, 128, 4, 4, true>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
+  });
+  check("128 thr x4, 4 waves", [&] {
+    cuda_reduce_shaped<T, plus<T>, 128, 4, 4, false>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
+  });
+  const auto bulk = [&](const char* label, auto f) {
+    bool launched = true;
+    check(label, [&] { launched = launched && f(); });
+    if (!launched) {
+      std::printf("%s: bulk reduce refused\n", label);
+      g_failed = true;
+    }
+  };
+  bulk("bulk 256 thr, 32KB x6 stages", [&] {
+    return canopy::detail::cuda_reduce_bulk<T, plus<T>, 256, 32768, 6>(ctx, in.data(), n, result.data(), T(0),
+                                                                       plus<T>{});
+  });
+  bulk("bulk 256 thr, 16KB x6 stages (2/SM)", [&] {
+    return canopy::detail::cuda_reduce_bulk<T, plus<T>, 256, 16384, 6>(ctx, in.data(), n, result.data(), T(0),
+                                                                       plus<T>{});
+  });
+  bulk("bulk 512 thr, 32KB x3 stages (2/SM)", [&] {
+    return canopy::detail::cuda_reduce_bulk<T, plus<T>, 512, 32768, 3>(ctx, in.data(), n, result.data(), T(0),
+                                                                       plus<T>{});
+  });
+  bulk("bulk 128 thr, 8KB x6 stages (4/SM)", [&] {
+    return canopy::detail::cuda_reduce_bulk<T, plus<T>, 128, 8192, 6>(ctx, in.data(), n, result.data(), T(0),
+                                                                      plus<T>{});
   });
 }
 

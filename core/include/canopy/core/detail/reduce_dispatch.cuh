@@ -11,11 +11,13 @@
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
 
 #include <algorithm>
+#include <cstdint>
 
 namespace canopy {
 namespace detail {
 
-template <class T, class Op, int block = tuning::reduce_block_threads, int unroll = tuning::reduce_vectors_per_thread>
+template <class T, class Op, int block = tuning::reduce_block_threads, int unroll = tuning::reduce_vectors_per_thread,
+          bool interleave = false>
 void launch_reduce(context& ctx, const T* in, std::size_t n, T* out, std::size_t blocks, T identity, Op op) {
   constexpr std::size_t row_items = 32 * tuning::vector_elements<T>();
   const std::size_t rows = (n + row_items - 1) / row_items;
@@ -24,17 +26,19 @@ void launch_reduce(context& ctx, const T* in, std::size_t n, T* out, std::size_t
   const std::size_t per_warp = std::max<std::size_t>(1, (rows + warps - 1) / warps);
   const std::size_t rows_per_warp = (per_warp + unroll - 1) / unroll * unroll;
   reduce_kernel_params<T, Op> p{in, n, rows_per_warp, out, identity, op};
-  reduce_kernel<T, Op, block, unroll><<<static_cast<unsigned>(blocks), block, 0, ctx.stream()>>>(p);
+  reduce_kernel<T, Op, block, unroll, interleave><<<static_cast<unsigned>(blocks), block, 0, ctx.stream()>>>(p);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::reduce_kernel");
 }
 
-//! The reduction with an explicit block size and rows in flight per thread (bench/tuning sweeps
-//! these; cuda_reduce uses the tuning.hpp defaults).
-template <class T, class Op, int Block, int Unroll>
+//! The reduction with an explicit block size, rows in flight per thread, grid oversubscription
+//! (blocks = Oversubscribe x one wave) and row layout (bench/tuning sweeps these; cuda_reduce uses
+//! the tuning.hpp defaults).
+template <class T, class Op, int Block, int Unroll, int Oversubscribe = 1, bool Interleave = false>
 void cuda_reduce_shaped(context& ctx, const T* in, std::size_t n, T* result, T identity, Op op) {
   constexpr std::size_t block_items = std::size_t(Block) * Unroll * tuning::vector_elements<T>();
   // One wave of resident blocks: a second partial wave would leave most SMs idle at the end.
-  const std::size_t max_blocks = resident_blocks<reduce_kernel<T, Op, Block, Unroll>>(ctx, Block);
+  const std::size_t max_blocks =
+      Oversubscribe * resident_blocks<reduce_kernel<T, Op, Block, Unroll, Interleave>>(ctx, Block);
   // At least a few rows per warp so that each warp has loads to overlap.
   const std::size_t blocks = std::min(max_blocks, (n + 4 * block_items - 1) / (4 * block_items));
   if (blocks <= 1) {
@@ -42,8 +46,59 @@ void cuda_reduce_shaped(context& ctx, const T* in, std::size_t n, T* result, T i
     return;
   }
   buffer<T> partial(ctx, blocks);
-  launch_reduce<T, Op, Block, Unroll>(ctx, in, n, partial.data(), blocks, identity, op);
+  launch_reduce<T, Op, Block, Unroll, Interleave>(ctx, in, n, partial.data(), blocks, identity, op);
   launch_reduce<T, Op, Block, Unroll>(ctx, static_cast<const T*>(partial.data()), blocks, result, 1, identity, op);
+}
+
+//! Resident blocks per SM of reduce_bulk_kernel on the context's device, 0 where it cannot run.
+template <class T, class Op, int Block, int ChunkBytes, int Stages>
+int reduce_bulk_blocks_per_sm(const context& ctx) {
+  static thread_local int cached_device = -2;
+  static thread_local int per_sm = 0;
+  const int device = ctx.device().ordinal;
+  if (cached_device == device) return per_sm;
+  per_sm = 0;
+  const auto kernel = reduce_bulk_kernel<T, Op, Block, ChunkBytes, Stages>;
+  constexpr std::size_t shared = std::size_t(ChunkBytes) * Stages;
+  cudaFuncAttributes attributes{};
+  int shared_optin = 0;
+  if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
+    (void)cudaGetLastError();
+  } else {
+    CANOPY_CUDA_CHECK(cudaDeviceGetAttribute(&shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    if (attributes.ptxVersion >= 90 && ctx.device().compute_capability_major >= 9 &&
+        shared + attributes.sharedSizeBytes <= std::size_t(shared_optin)) {
+      CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+      CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Block, shared));
+    }
+  }
+  cached_device = device;
+  return per_sm;
+}
+
+//! Reduction through reduce_bulk_kernel (commutative operators, 16-byte aligned input, sm_90), one
+//! wave of blocks (at most `max_grid` when not 0: tests); false (nothing launched) where it does not apply.
+template <class T, class Op, int Block, int ChunkBytes, int Stages>
+bool cuda_reduce_bulk(context& ctx, const T* in, std::size_t n, T* result, T identity, Op op,
+                      std::size_t max_grid = 0) {
+  if constexpr (!is_commutative<Op>::value || tuning::vector_elements<T>() * sizeof(T) != 16) {
+    return false;
+  } else {
+    constexpr std::size_t chunk_items = ChunkBytes / sizeof(T);
+    if ((reinterpret_cast<std::uintptr_t>(in) & 15u) != 0 || n < 4 * chunk_items) return false;
+    const int per_sm = reduce_bulk_blocks_per_sm<T, Op, Block, ChunkBytes, Stages>(ctx);
+    if (per_sm <= 0) return false;
+    std::size_t blocks =
+        std::min<std::size_t>(std::size_t(per_sm) * std::max(ctx.device().multiprocessors, 1), n / chunk_items);
+    if (max_grid != 0) blocks = std::min(blocks, max_grid);
+    buffer<T> partial(ctx, blocks);
+    reduce_kernel_params<T, Op> p{in, n, 0, partial.data(), identity, op};
+    reduce_bulk_kernel<T, Op, Block, ChunkBytes, Stages>
+        <<<static_cast<unsigned>(blocks), Block, std::size_t(ChunkBytes) * Stages, ctx.stream()>>>(p);
+    CANOPY_CUDA_CHECK_LAUNCH("canopy::reduce_bulk_kernel");
+    launch_reduce<T, Op>(ctx, static_cast<const T*>(partial.data()), blocks, result, 1, identity, op);
+    return true;
+  }
 }
 
 template <class T, class Op>

@@ -7,7 +7,13 @@
 // applied as op(earlier, later): non-commutative operators are exact. UNROLL rows are loaded before
 // any is folded to keep UNROLL x 16 bytes in flight per thread. `identity` pads missing elements,
 // so it must be an identity of op. For operators known to be commutative (is_commutative) each lane
-// folds its own values across rows and the warp combines lanes once at the end.
+// folds its own values across rows and the warp combines lanes once at the end; with `Interleave` the
+// rows of a block are dealt round-robin to its warps instead (block b covers a contiguous run, and
+// each step of the block reads WARPS x UNROLL consecutive rows: one stream per block, as CUB does).
+//
+// reduce_bulk_kernel (sm_90, commutative operators, 16-byte aligned input) streams chunks of the
+// input into shared-memory stages with the copy engine (bulk copies completing on mbarriers), so
+// the bytes in flight per SM are bounded by shared memory rather than registers.
 #pragma once
 
 #include <canopy/core/functional.hpp>
@@ -55,31 +61,36 @@ struct reduce_kernel_params {
   Op op;
 };
 
-template <class T, class Op, int BlockThreads, int Unroll>
+template <class T, class Op, int BlockThreads, int Unroll, bool Interleave = false>
 __global__ void __launch_bounds__(BlockThreads) reduce_kernel(reduce_kernel_params<T, Op> p) {
   constexpr int Vec = tuning::vector_elements<T>(), Warps = BlockThreads / 32;
   constexpr std::size_t row_items = 32 * Vec;
   __shared__ alignas(T) unsigned char s_warp_raw[Warps * sizeof(T)];
   T* s_warp = reinterpret_cast<T*>(s_warp_raw);
 
+  constexpr bool commutative = is_commutative<Op>::value;
+  // Interleaving changes which warp folds which rows: only for commutative operators.
+  constexpr bool interleaved = Interleave && commutative;
   const unsigned lane = lane_id(), warp = threadIdx.x / 32;
   const std::size_t rows = (p.n + row_items - 1) / row_items;
-  const std::size_t warp_index = std::size_t(blockIdx.x) * Warps + warp;
-  const std::size_t row_begin = warp_index * p.rows_per_warp;
-  const std::size_t row_end = row_begin + p.rows_per_warp < rows ? row_begin + p.rows_per_warp : rows;
+  // The run of rows this warp (or, interleaved, this block) covers.
+  const std::size_t run_rows = interleaved ? p.rows_per_warp * Warps : p.rows_per_warp;
+  const std::size_t run_index = interleaved ? std::size_t(blockIdx.x) : std::size_t(blockIdx.x) * Warps + warp;
+  const std::size_t row_begin = run_index * run_rows;
+  const std::size_t row_end = row_begin + run_rows < rows ? row_begin + run_rows : rows;
+  constexpr std::size_t row_step = interleaved ? std::size_t(Unroll) * Warps : std::size_t(Unroll);
   const bool aligned = Vec > 1 && (reinterpret_cast<std::uintptr_t>(p.in) & 15u) == 0;
   const std::size_t full_rows = p.n / row_items;  // rows with no element past n
 
-  constexpr bool commutative = is_commutative<Op>::value;
   T total = p.identity;  // meaningful in lane 0 (every lane when commutative)
   T lane_total[Unroll];
 #pragma unroll
   for (int u = 0; u < Unroll; ++u) lane_total[u] = p.identity;
-  for (std::size_t r0 = row_begin; r0 < row_end; r0 += Unroll) {
+  for (std::size_t r0 = row_begin; r0 < row_end; r0 += row_step) {
     T x[Unroll][Vec];
 #pragma unroll
     for (int u = 0; u < Unroll; ++u) {
-      const std::size_t row = r0 + u;
+      const std::size_t row = interleaved ? r0 + std::size_t(u) * Warps + warp : r0 + u;
       const std::size_t base = row * row_items + lane * Vec;
       if (row < row_end && row < full_rows && aligned) {
         // Read-only path: reduce never writes its input.
@@ -119,6 +130,80 @@ __global__ void __launch_bounds__(BlockThreads) reduce_kernel(reduce_kernel_para
     for (int w = 1; w < Warps; ++w) block_total = p.op(block_total, s_warp[w]);
     p.out[blockIdx.x] = block_total;
   }
+}
+
+
+//! Streamed reduction of a commutative operator (sm_90). Block b folds the chunks b, b + G, ... (G =
+//! gridDim.x) of CHUNK_BYTES each, which the copy engine brings into STAGES shared-memory stages
+//! STAGES chunks ahead; each thread folds its 16-byte vectors of a stage, a barrier frees the stage,
+//! and lane 0 of warp 0 refills it. Elements past the last whole chunk are folded with ordinary
+//! loads, spread over all blocks. One partial per block in p.out. Requires a 16-byte aligned input.
+template <class T, class Op, int BlockThreads, int ChunkBytes, int Stages>
+__global__ void __launch_bounds__(BlockThreads) reduce_bulk_kernel(reduce_kernel_params<T, Op> p) {
+#if CANOPY_HAS_BULK_COPY
+  constexpr int Vec = tuning::vector_elements<T>(), Warps = BlockThreads / 32;
+  constexpr int chunk_items = ChunkBytes / int(sizeof(T));
+  constexpr int vectors_per_thread = ChunkBytes / 16 / BlockThreads;
+  static_assert(ChunkBytes % (16 * BlockThreads) == 0, "whole vectors per thread");
+  static_assert(is_commutative<Op>::value, "commutative operators only");
+  using vec_t = vector_of<T, Vec>;
+  extern __shared__ __align__(128) unsigned char s_stages[];  // Stages x ChunkBytes
+  __shared__ unsigned long long s_full[Stages];
+  __shared__ alignas(T) unsigned char s_warp_raw[Warps * sizeof(T)];
+  T* s_warp = reinterpret_cast<T*>(s_warp_raw);
+
+  const std::size_t grid = gridDim.x;
+  const std::size_t chunks = p.n / chunk_items;  // whole chunks
+  const bool issuer = threadIdx.x == 0;
+  const auto issue = [&](std::size_t c, int stage) {
+    if (c >= chunks) return;
+    mbarrier_arrive_expect_bytes(&s_full[stage], unsigned(ChunkBytes));
+    bulk_copy_to_shared<false>(s_stages + std::size_t(stage) * ChunkBytes, p.in + c * std::size_t(chunk_items),
+                               unsigned(ChunkBytes), &s_full[stage], 0ull);
+  };
+  if (issuer) {
+    for (int s = 0; s < Stages; ++s) mbarrier_init(&s_full[s], 1);
+    for (int s = 0; s < Stages; ++s) issue(blockIdx.x + s * grid, s);
+  }
+  __syncthreads();
+
+  T lane_total = p.identity;
+  int stage = 0;
+  unsigned parity = 0;
+  for (std::size_t c = blockIdx.x; c < chunks; c += grid) {
+    mbarrier_wait(&s_full[stage], parity);
+    const vec_t* src = reinterpret_cast<const vec_t*>(s_stages + std::size_t(stage) * ChunkBytes) + threadIdx.x;
+    vec_t v[vectors_per_thread];
+#pragma unroll
+    for (int k = 0; k < vectors_per_thread; ++k) v[k] = src[k * BlockThreads];
+    __syncthreads();  // every thread has read the stage
+    if (issuer) issue(c + Stages * grid, stage);
+#pragma unroll
+    for (int k = 0; k < vectors_per_thread; ++k)
+#pragma unroll
+      for (int j = 0; j < Vec; ++j) lane_total = p.op(lane_total, v[k].v[j]);
+    if (++stage == Stages) {
+      stage = 0;
+      parity ^= 1u;
+    }
+  }
+  for (std::size_t i = chunks * chunk_items + std::size_t(blockIdx.x) * BlockThreads + threadIdx.x; i < p.n;
+       i += grid * BlockThreads)
+    lane_total = p.op(lane_total, p.in[i]);
+
+  const T total = warp_reduce_ordered(lane_total, p.op);
+  const unsigned lane = lane_id(), warp = threadIdx.x / 32;
+  if (lane == 0) s_warp[warp] = total;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    T block_total = s_warp[0];
+#pragma unroll
+    for (int w = 1; w < Warps; ++w) block_total = p.op(block_total, s_warp[w]);
+    p.out[blockIdx.x] = block_total;
+  }
+#else
+  __trap();  // the dispatch never launches this kernel on a device without bulk copies
+#endif
 }
 
 }  // namespace detail

@@ -71,6 +71,49 @@ template <class T>
 using plain_scan_shape = std::conditional_t<(sizeof(T) <= 4), scan_shape<T, T, 128, 1024, 1, true, false>,
                                             scan_shape<T, T, 128, 256, 4, true, false>>;
 
+//! Persistent plain-scan shape (persistent_scan_kernel, sm_90): the tile is BlockThreads x Rows
+//! 16-byte vectors, staged through Stages shared-memory buffers that the copy engine fills Stages
+//! tiles ahead. Byte budget per SM: MinBlocks x Stages x tile_bytes of shared memory (228 KB on
+//! H100/H200, 227 KB at most per block). CopySplit: bulk copies per tile (tile_bytes / CopySplit
+//! each). EvictFirstLoads: L2 evict-first policy on the bulk loads (stores always use evict-first).
+//! LookBackPerLane: descriptors per lane and look-back step (32 x this per L2 round trip).
+template <class T, int BlockThreads, int Rows, int Stages, int MinBlocks, int CopySplit = 1,
+          bool EvictFirstLoads = false, int LookBackPerLane = 1>
+struct persistent_scan_shape {
+  static_assert(vector_elements<T>() > 1 && vector_elements<T>() * sizeof(T) == 16, "whole 16-byte rows");
+  static_assert(BlockThreads % 32 == 0 && BlockThreads >= 64, "whole warps, at least two (warp 1 issues copies)");
+  static constexpr int lookback_per_lane = LookBackPerLane;
+  static constexpr unsigned max_backoff_ns = 256;
+  static constexpr bool streaming = true;
+  static constexpr bool evict_first_loads = EvictFirstLoads;
+  static constexpr int block_threads = BlockThreads;
+  static constexpr int warps = BlockThreads / 32;
+  static constexpr int min_blocks = MinBlocks;
+  static constexpr int stages = Stages;
+  static constexpr int vec = vector_elements<T>();
+  static constexpr int rows = Rows;
+  static constexpr int items = rows * vec;
+  static constexpr int warp_items = 32 * items;
+  static constexpr int tile_items = block_threads * items;
+  static constexpr std::size_t tile_bytes = std::size_t(tile_items) * sizeof(T);
+  static constexpr int copy_split = CopySplit;
+  static constexpr std::size_t copy_bytes = tile_bytes / CopySplit;
+  static constexpr std::size_t shared_bytes = std::size_t(Stages) * tile_bytes;
+  static_assert(tile_bytes % (16 * CopySplit) == 0, "bulk copies move multiples of 16 bytes");
+  static_assert(tile_bytes < (1u << 20), "an mbarrier counts at most 2^20 - 1 bytes per phase");
+};
+
+//! Whether the persistent plain scan handles T (4- and 8-byte values: whole 16-byte rows).
+template <class T>
+constexpr bool persistent_scan_supports() {
+  return sizeof(T) >= 4 && vector_elements<T>() > 1 && vector_elements<T>() * sizeof(T) == 16;
+}
+
+//! The persistent plain scan's default shape (H100, canopy-scan-tuning, docs/performance/scan.md):
+//! 512 threads x 4 rows (32 KB tiles), 3 stages, 2 blocks per SM = 192 KB of stages per SM.
+template <class T>
+using plain_persistent_shape = persistent_scan_shape<T, 512, 4, 3, 2>;
+
 //! Select/partition tile: for values of up to 4 bytes 4 blocks per SM (63 registers, no spills;
 //! 2^28 u32 50%: 0.632 -> 0.572 ms, CUB 0.596, run 6); larger values keep default_scan_shape.
 template <class T>
