@@ -1,6 +1,8 @@
 // canopy/core/detail/reduce_dispatch.cuh — CUDA reduce dispatch: a grid sized to the machine folds
-// the input into one partial per block; the same kernel with one block folds the partials into the
-// result. Small inputs take the one-block launch directly. Asynchronous on ctx.stream().
+// the input into one partial per block (the streamed bulk-copy kernel for commutative operators on
+// aligned inputs of at least four chunks on sm_90, else the register kernel); the register kernel
+// with one block folds the partials into the result. Small inputs take the one-block launch
+// directly. Asynchronous on ctx.stream().
 #pragma once
 
 #include <canopy/core/buffer.hpp>
@@ -103,6 +105,9 @@ bool cuda_reduce_bulk(context& ctx, const T* in, std::size_t n, T* result, T ide
 
 template <class T, class Op>
 void cuda_reduce(context& ctx, const T* in, std::size_t n, T* result, T identity, Op op) {
+  if (cuda_reduce_bulk<T, Op, tuning::reduce_bulk_block_threads, tuning::reduce_bulk_chunk_bytes,
+                       tuning::reduce_bulk_stages>(ctx, in, n, result, identity, op))
+    return;
   cuda_reduce_shaped<T, Op, tuning::reduce_block_threads, tuning::reduce_vectors_per_thread>(ctx, in, n, result,
                                                                                             identity, op);
 }

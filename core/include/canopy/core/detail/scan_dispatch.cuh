@@ -100,10 +100,10 @@ int persistent_scan_blocks_per_sm(const context& ctx) {
 //! sm_90 code or device, or a grid the runtime cannot make co-resident (the cooperative launch is
 //! refused, e.g. while other work holds part of the GPU). The caller then runs the one-block-per-tile
 //! kernel. `max_grid` (0: none) caps the grid below one wave, for tests that need many tiles per
-//! block at small sizes.
+//! block at small sizes; `profile` receives 16 words per tile from shapes with persist_profile.
 template <class T, class Op, class Shape = tuning::plain_persistent_shape<T>>
 bool launch_persistent_scan(context& ctx, const T* in, T* out, std::size_t n, const T* identity, Op op,
-                            std::size_t max_grid = 0) {
+                            std::size_t max_grid = 0, unsigned long long* profile = nullptr) {
   static_assert(tuning::persistent_scan_supports<T>(), "4- or 8-byte values");
   if (n == 0 || ((reinterpret_cast<std::uintptr_t>(in) | reinterpret_cast<std::uintptr_t>(out)) & 15u) != 0)
     return false;
@@ -115,7 +115,7 @@ bool launch_persistent_scan(context& ctx, const T* in, T* out, std::size_t n, co
   if (max_grid != 0) grid = std::min(grid, max_grid);
   single_pass_scratch scratch(ctx, tile_status_bytes<T>(tiles));
   scan_kernel_params<T, Op> p{in, out, n, nullptr, 0, identity ? *identity : T{}, identity != nullptr,
-                              scratch.status, tiles, scratch.counter, op};
+                              scratch.status, tiles, scratch.counter, op, profile};
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(grid));
   config.blockDim = dim3(Shape::block_threads);

@@ -42,6 +42,8 @@ struct scan_kernel_params {
   std::size_t tiles;
   unsigned* tile_counter;      // zeroed
   Op op;                       // the user's operator on T
+  //! Diagnostics (persistent kernel with the persist_profile option): 16 words per tile.
+  unsigned long long* profile = nullptr;
 };
 
 template <class T, int Vec>
@@ -222,12 +224,17 @@ __device__ __forceinline__ Acc warp_scan_rows(Acc (&acc)[Rows][Vec], const Op& o
 //! before this warp's first item (false: nothing, i.e. the first warp of tile 0). Two barriers.
 //! `after_totals()` runs in every thread right after the first barrier, by which point every thread
 //! has finished reading its inputs (the persistent kernel refills the stage it read from there).
-//! s_warp (Warps slots) and s_prefix are shared; the second barrier of one tile orders their reads
-//! before the next tile's writes.
-template <class Acc, class Shape, class Op, class Status, class AfterTotals>
+//! `published_total`, when not null, is the tile's total, already published as its aggregate (the
+//! persistent kernel's early aggregates): it is used instead of the warp totals' combination, so
+//! that the inclusive value matches the aggregate other tiles may have read. s_warp (Warps slots)
+//! and s_prefix are shared; the second barrier of one tile orders their reads before the next
+//! tile's writes. `polls` (diagnostics, may be null) counts the look-back's window reads.
+template <class Acc, class Shape, bool SkipLookBack = false, class Op, class Status, class AfterTotals>
 __device__ __forceinline__ bool tile_exclusive_prefix(std::size_t tile, const Acc& warp_total, Acc* s_warp,
                                                       Acc* s_prefix, const Status& status, const Op& op,
-                                                      const AfterTotals& after_totals, Acc& pre) {
+                                                      const AfterTotals& after_totals, Acc& pre,
+                                                      const Acc* published_total = nullptr,
+                                                      unsigned* polls = nullptr) {
   constexpr int Warps = Shape::warps;
   const unsigned warp = threadIdx.x / 32, lane = lane_id();
   if (lane == 0) s_warp[warp] = warp_total;
@@ -239,14 +246,23 @@ __device__ __forceinline__ bool tile_exclusive_prefix(std::size_t tile, const Ac
   for (unsigned w = 0; w < warp; ++w) combine_optional(has_warp_prefix, warp_prefix, true, s_warp[w], op);
 
   if (warp == 0) {
-    Acc block_total = s_warp[0];
-#pragma unroll
-    for (int w = 1; w < Warps; ++w) block_total = op(block_total, s_warp[w]);
-    if (tile == 0) {
-      if (lane == 0) status.publish(0, tile_inclusive, block_total);
+    Acc block_total;
+    if (published_total != nullptr) {
+      block_total = *published_total;
     } else {
-      if (lane == 0) status.publish(tile, tile_aggregate, block_total);
-      const Acc prefix = warp_look_back<Acc, Shape::lookback_per_lane, Shape::max_backoff_ns>(status, tile, op);
+      block_total = s_warp[0];
+#pragma unroll
+      for (int w = 1; w < Warps; ++w) block_total = op(block_total, s_warp[w]);
+    }
+    if (tile == 0 || SkipLookBack) {
+      if (lane == 0) {
+        status.publish(tile, tile_inclusive, block_total);
+        if (SkipLookBack) *s_prefix = Acc{};  // diagnostics only: wrong prefixes
+      }
+    } else {
+      if (lane == 0 && published_total == nullptr) status.publish(tile, tile_aggregate, block_total);
+      const Acc prefix =
+          warp_look_back<Acc, Shape::lookback_per_lane, Shape::max_backoff_ns>(status, tile, op, polls);
       if (lane == 0) {
         status.publish(tile, tile_inclusive, op(prefix, block_total));
         *s_prefix = prefix;
@@ -466,20 +482,67 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
 // bounds-checked loads, every other tile through the copy engine. in == out is allowed: a tile's
 // outputs overwrite only its own inputs, read before.
 
+__device__ __forceinline__ unsigned long long global_timer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+//! Total of one tile in shared memory (tile order), folded by warps 1..HELPERS of the block (warp 0
+//! is busy with the look-back): helper h folds a contiguous run of rows, each row lane by lane and
+//! then across lanes in lane order, so non-commutative operators are exact. The helpers meet at named
+//! barrier 1; the result is valid in warp 1, lane 0.
+template <class T, int TileRows, int Helpers, class Op>
+__device__ __forceinline__ T helpers_reduce_tile(const unsigned char* stage, T* s_partial, const Op& op) {
+  constexpr int Vec = 16 / int(sizeof(T));
+  using vec_t = vector_of<T, Vec>;
+  static_assert(TileRows >= Helpers, "every helper folds at least one row");
+  const unsigned lane = lane_id();
+  const int helper = int(threadIdx.x / 32) - 1;
+  const int row_begin = helper * TileRows / Helpers, row_end = (helper + 1) * TileRows / Helpers;
+  const vec_t* rows = reinterpret_cast<const vec_t*>(stage);
+  T total{};
+  for (int r = row_begin; r < row_end; ++r) {
+    const vec_t v = rows[r * 32 + lane];
+    T x = v.v[0];
+#pragma unroll
+    for (int j = 1; j < Vec; ++j) x = op(x, v.v[j]);
+#pragma unroll
+    for (unsigned d = 1; d < 32; d <<= 1) {
+      const T other = shfl_down(x, d);
+      if (lane + d < 32) x = op(x, other);
+    }
+    total = r == row_begin ? x : op(total, x);  // valid in lane 0
+  }
+  if (lane == 0) s_partial[helper] = total;
+  asm volatile("bar.sync 1, %0;" ::"r"(Helpers * 32) : "memory");
+  T all = s_partial[0];
+#pragma unroll
+  for (int h = 1; h < Helpers; ++h) all = op(all, s_partial[h]);
+  return all;
+}
+
 template <class T, class Op, class Shape>
 __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
     persistent_scan_kernel(scan_kernel_params<T, Op> p) {
 #if CANOPY_HAS_BULK_COPY
   using Acc = T;
   constexpr int Rows = Shape::rows, Vec = Shape::vec, Warps = Shape::warps, Stages = Shape::stages;
+  constexpr int Helpers = Warps - 1;
   using vec_t = vector_of<T, Vec>;
 
   extern __shared__ __align__(128) unsigned char s_stages[];  // Stages x tile_bytes
   __shared__ unsigned long long s_full[Stages];
   __shared__ alignas(Acc) unsigned char s_warp_raw[Warps * sizeof(Acc)];
   __shared__ alignas(Acc) unsigned char s_prefix_raw[sizeof(Acc)];
+  // Early aggregates: helpers' partials, and the next tile's total (double-buffered by iteration:
+  // iteration k reads slot k & 1 while its helpers write slot (k + 1) & 1).
+  __shared__ alignas(Acc) unsigned char s_partial_raw[(Shape::early_aggregate ? Helpers : 1) * sizeof(Acc)];
+  __shared__ alignas(Acc) unsigned char s_early_raw[2 * sizeof(Acc)];
   Acc* s_warp = reinterpret_cast<Acc*>(s_warp_raw);
   Acc* s_prefix = reinterpret_cast<Acc*>(s_prefix_raw);
+  Acc* s_partial = reinterpret_cast<Acc*>(s_partial_raw);
+  Acc* s_early = reinterpret_cast<Acc*>(s_early_raw);
 
   const auto status = make_tile_status<Acc>(p.status, p.tiles);
   const unsigned warp = threadIdx.x / 32;
@@ -488,10 +551,11 @@ __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
   // The copies are issued by lane 0 of warp 1: warp 0 runs the look-back right after the barrier.
   const bool issuer = threadIdx.x == 32;
   const unsigned long long policy = Shape::evict_first_loads ? l2_evict_first_policy() : 0ull;
+  const auto stage_data = [&](int stage) { return s_stages + std::size_t(stage) * Shape::tile_bytes; };
 
   const auto issue = [&](std::size_t t, int stage) {
     if (t >= whole_tiles) return;  // the partial last tile (or none) is read directly
-    unsigned char* dst = s_stages + std::size_t(stage) * Shape::tile_bytes;
+    unsigned char* dst = stage_data(stage);
     const unsigned char* src = reinterpret_cast<const unsigned char*>(p.in + t * std::size_t(Shape::tile_items));
     mbarrier_arrive_expect_bytes(&s_full[stage], unsigned(Shape::tile_bytes));
 #pragma unroll
@@ -508,7 +572,13 @@ __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
 
   int stage = 0;
   unsigned parity = 0;
-  for (std::size_t tile = blockIdx.x; tile < p.tiles; tile += grid) {
+  unsigned iteration = 0;
+  for (std::size_t tile = blockIdx.x; tile < p.tiles; tile += grid, ++iteration) {
+    unsigned long long* prof = Shape::profile ? p.profile + 16 * tile : nullptr;
+    if (Shape::profile && threadIdx.x == 0) {
+      prof[0] = global_timer_ns();
+      prof[10] = clock64();
+    }
     const std::size_t tile_base = tile * std::size_t(Shape::tile_items);
     const std::size_t warp_base = tile_base + std::size_t(warp) * Shape::warp_items;
     const bool whole = tile < whole_tiles;
@@ -518,8 +588,8 @@ __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
       mbarrier_wait(&s_full[stage], parity);
       // Lane l reads the l-th 16-byte vector of each of its warp's rows: 512 contiguous bytes per
       // warp and row, no bank conflicts.
-      const vec_t* src = reinterpret_cast<const vec_t*>(s_stages + std::size_t(stage) * Shape::tile_bytes) +
-                         std::size_t(warp) * (Shape::warp_items / Vec) + lane_id();
+      const vec_t* src =
+          reinterpret_cast<const vec_t*>(stage_data(stage)) + std::size_t(warp) * (Shape::warp_items / Vec) + lane_id();
 #pragma unroll
       for (int r = 0; r < Rows; ++r) {
         const vec_t v = src[r * 32];
@@ -529,23 +599,51 @@ __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
     } else {
       load_rows<T, Rows, Vec>(p.in, p.n, warp_base, false, true, acc, p.in[tile_base]);
     }
+    if (Shape::profile && threadIdx.x == 0) prof[11] = clock64();
     const Acc warp_total = warp_scan_rows(acc, p.op);
 
-    Acc pre;
+    // This tile's aggregate was published by the previous iteration's helpers (whole tiles after
+    // the block's first).
+    const bool early = Shape::early_aggregate && iteration > 0 && whole;
+    const std::size_t next_tile = tile + grid;
     const int this_stage = stage;
-    const bool has_pre = tile_exclusive_prefix<Acc, Shape>(
+    const int next_stage = stage + 1 == Stages ? 0 : stage + 1;
+    const unsigned next_parity = stage + 1 == Stages ? parity ^ 1u : parity;
+    unsigned polls = 0;
+    Acc pre;
+    const bool has_pre = tile_exclusive_prefix<Acc, Shape, Shape::skip_lookback>(
         tile, warp_total, s_warp, s_prefix, status, p.op,
         [&] {
+          if (Shape::profile && threadIdx.x == 0) {
+            prof[12] = clock64();
+            prof[2] = global_timer_ns();
+          }
           if (issuer) issue(tile + Stages * grid, this_stage);
+          if constexpr (Shape::early_aggregate) {
+            if (warp != 0 && next_tile < whole_tiles) {
+              mbarrier_wait(&s_full[next_stage], next_parity);
+              const Acc next_total =
+                  helpers_reduce_tile<T, Shape::tile_rows, Helpers>(stage_data(next_stage), s_partial, p.op);
+              if (threadIdx.x == 32) {
+                status.publish(next_tile, tile_aggregate, next_total);
+                s_early[(iteration + 1) & 1u] = next_total;
+                if (Shape::profile) p.profile[16 * next_tile + 8] = global_timer_ns();
+              }
+            }
+          }
         },
-        pre);
+        pre, early ? &s_early[iteration & 1u] : nullptr, Shape::profile ? &polls : nullptr);
+    if (Shape::profile && threadIdx.x == 0) {
+      prof[13] = clock64();
+      prof[1] = global_timer_ns();
+      prof[6] = polls;
+    }
     T y[Rows][Vec];
     tile_outputs<T, Op, scan_plain>(acc, 0u, has_pre, pre, p.exclusive, p.identity, p.op, y);
     store_rows<T, Rows, Vec, Shape::streaming>(p.out, p.n, warp_base, whole, true, y);
-    if (++stage == Stages) {
-      stage = 0;
-      parity ^= 1u;
-    }
+    if (Shape::profile && threadIdx.x == 0) prof[14] = clock64();
+    stage = next_stage;
+    parity = next_parity;
   }
 #else
   __trap();  // the dispatch never launches this kernel on a device without bulk copies

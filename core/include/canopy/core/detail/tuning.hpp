@@ -71,21 +71,41 @@ template <class T>
 using plain_scan_shape = std::conditional_t<(sizeof(T) <= 4), scan_shape<T, T, 128, 1024, 1, true, false>,
                                             scan_shape<T, T, 128, 256, 4, true, false>>;
 
+//! Options of persistent_scan_shape (bit mask).
+enum persistent_scan_option : unsigned {
+  //! L2 evict-first policy on the bulk loads (stores always use evict-first).
+  persist_evict_first_loads = 1u,
+  //! While warp 0 runs tile k's look-back, the other warps reduce the block's next tile (already in
+  //! its stage) and publish its aggregate, so that no tile's aggregate waits for its block to finish
+  //! the previous tile's look-back.
+  persist_early_aggregate = 2u,
+  //! Four bulk copies per tile instead of one.
+  persist_split_copies = 4u,
+  //! Diagnostics only (canopy-scan-tuning): per-tile phase timestamps into scan_kernel_params::profile.
+  persist_profile = 8u,
+  //! Diagnostics only, WRONG RESULTS: no look-back (every tile's prefix is taken as zero); measures the
+  //! pipeline without the cross-block dependency.
+  persist_skip_lookback = 16u,
+};
+
 //! Persistent plain-scan shape (persistent_scan_kernel, sm_90): the tile is BlockThreads x Rows
 //! 16-byte vectors, staged through Stages shared-memory buffers that the copy engine fills Stages
 //! tiles ahead. Byte budget per SM: MinBlocks x Stages x tile_bytes of shared memory (228 KB on
-//! H100/H200, 227 KB at most per block). CopySplit: bulk copies per tile (tile_bytes / CopySplit
-//! each). EvictFirstLoads: L2 evict-first policy on the bulk loads (stores always use evict-first).
-//! LookBackPerLane: descriptors per lane and look-back step (32 x this per L2 round trip).
-template <class T, int BlockThreads, int Rows, int Stages, int MinBlocks, int CopySplit = 1,
-          bool EvictFirstLoads = false, int LookBackPerLane = 1>
+//! H100/H200, 227 KB at most per block). LookBackPerLane: descriptors per lane and look-back step
+//! (32 x this per L2 round trip). Options: persistent_scan_option bits.
+template <class T, int BlockThreads, int Rows, int Stages, int MinBlocks, int LookBackPerLane = 1,
+          unsigned Options = 0>
 struct persistent_scan_shape {
   static_assert(vector_elements<T>() > 1 && vector_elements<T>() * sizeof(T) == 16, "whole 16-byte rows");
   static_assert(BlockThreads % 32 == 0 && BlockThreads >= 64, "whole warps, at least two (warp 1 issues copies)");
+  static_assert(Stages >= 2, "the next tile must have a stage of its own");
   static constexpr int lookback_per_lane = LookBackPerLane;
   static constexpr unsigned max_backoff_ns = 256;
   static constexpr bool streaming = true;
-  static constexpr bool evict_first_loads = EvictFirstLoads;
+  static constexpr bool evict_first_loads = (Options & persist_evict_first_loads) != 0;
+  static constexpr bool early_aggregate = (Options & persist_early_aggregate) != 0;
+  static constexpr bool profile = (Options & persist_profile) != 0;
+  static constexpr bool skip_lookback = (Options & persist_skip_lookback) != 0;
   static constexpr int block_threads = BlockThreads;
   static constexpr int warps = BlockThreads / 32;
   static constexpr int min_blocks = MinBlocks;
@@ -95,11 +115,13 @@ struct persistent_scan_shape {
   static constexpr int items = rows * vec;
   static constexpr int warp_items = 32 * items;
   static constexpr int tile_items = block_threads * items;
+  //! Rows of 32 x 16 bytes in a tile.
+  static constexpr int tile_rows = block_threads * rows / 32;
   static constexpr std::size_t tile_bytes = std::size_t(tile_items) * sizeof(T);
-  static constexpr int copy_split = CopySplit;
-  static constexpr std::size_t copy_bytes = tile_bytes / CopySplit;
+  static constexpr int copy_split = (Options & persist_split_copies) != 0 ? 4 : 1;
+  static constexpr std::size_t copy_bytes = tile_bytes / copy_split;
   static constexpr std::size_t shared_bytes = std::size_t(Stages) * tile_bytes;
-  static_assert(tile_bytes % (16 * CopySplit) == 0, "bulk copies move multiples of 16 bytes");
+  static_assert(tile_bytes % (16 * copy_split) == 0, "bulk copies move multiples of 16 bytes");
   static_assert(tile_bytes < (1u << 20), "an mbarrier counts at most 2^20 - 1 bytes per phase");
 };
 
@@ -112,7 +134,7 @@ constexpr bool persistent_scan_supports() {
 //! The persistent plain scan's default shape (H100, canopy-scan-tuning, docs/performance/scan.md):
 //! 512 threads x 4 rows (32 KB tiles), 3 stages, 2 blocks per SM = 192 KB of stages per SM.
 template <class T>
-using plain_persistent_shape = persistent_scan_shape<T, 512, 4, 3, 2>;
+using plain_persistent_shape = persistent_scan_shape<T, 512, 4, 3, 2, 1, persist_early_aggregate>;
 
 //! Select/partition tile: for values of up to 4 bytes 4 blocks per SM (63 registers, no spills;
 //! 2^28 u32 50%: 0.632 -> 0.572 ms, CUB 0.596, run 6); larger values keep default_scan_shape.
@@ -126,6 +148,14 @@ using select_shape = std::conditional_t<(sizeof(T) <= 4), scan_shape<T, unsigned
 //! threads and an L2::256B prefetch hint on the loads were not faster (docs/performance/scan.md).
 constexpr int reduce_block_threads = 128;
 constexpr int reduce_vectors_per_thread = 4;
+
+//! Streamed reduction (reduce_bulk_kernel: commutative operators, 16-byte aligned input, sm_90):
+//! 512 threads, chunks of 32 KB through 3 shared-memory stages, 2 blocks per SM (192 KB of stages
+//! per SM). H100, 2^26 / 2^28 i32 (canopy-scan-tuning, session 3): 0.0982 / 0.3512 ms against CUB's
+//! 0.0992 / 0.3555 and the register kernel's 0.1020 / 0.3640.
+constexpr int reduce_bulk_block_threads = 512;
+constexpr int reduce_bulk_chunk_bytes = 32768;
+constexpr int reduce_bulk_stages = 3;
 
 }  // namespace tuning
 }  // namespace detail
