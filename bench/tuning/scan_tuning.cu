@@ -217,6 +217,7 @@ void sweep_scan_i32(canopy::context& ctx, int lg) {
   constexpr unsigned E = canopy::detail::tuning::persist_early_aggregate;
   constexpr unsigned P = canopy::detail::tuning::persist_profile;
   constexpr unsigned X = canopy::detail::tuning::persist_skip_lookback;
+  constexpr unsigned D = canopy::detail::tuning::persist_deferred;
   const std::size_t n = std::size_t(1) << lg;
   canopy::buffer<T> in(ctx, n), out(ctx, n);
   in.assign(scan_input<T>(n, 28, 7));
@@ -233,6 +234,11 @@ void sweep_scan_i32(canopy::context& ctx, int lg) {
   c.run_persistent<persistent_scan_shape<T, 512, 8, 3, 1, 1, E>>("persist 64KB(512thr) x3 x1, early agg");
   c.run_persistent<persistent_scan_shape<T, 1024, 4, 3, 1, 1, E>>("persist 64KB(1024thr) x3 x1, early agg");
   c.run_persistent<persistent_scan_shape<T, 512, 8, 3, 1, 2, E>>("persist 64KB(512thr) x3 x1, early, lb 64");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 6, 1, 1, D>>("deferred 32KB x6 x1 block");
+  c.run_persistent<persistent_scan_shape<T, 512, 8, 3, 1, 1, D>>("deferred 64KB x3 x1 block");
+  c.run_persistent<persistent_scan_shape<T, 256, 4, 6, 2, 1, D>>("deferred 16KB x6 x2 blocks");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, D>>("deferred 32KB x3 x2 blocks");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 6, 1, 2, D>>("deferred 32KB x6 x1, lb 64");
   c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P>>("32KB x3 x2");
   c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P | E>>("32KB x3 x2 early agg");
   c.profile_persistent<persistent_scan_shape<T, 512, 8, 3, 1, 1, P | E>>("64KB x3 x1 early agg");
@@ -243,6 +249,7 @@ void sweep_scan_i64(canopy::context& ctx, int lg) {
   using T = std::int64_t;
   using canopy::detail::tuning::persistent_scan_shape;
   constexpr unsigned E = canopy::detail::tuning::persist_early_aggregate;
+  constexpr unsigned D = canopy::detail::tuning::persist_deferred;
   const std::size_t n = std::size_t(1) << lg;
   canopy::buffer<T> in(ctx, n), out(ctx, n);
   in.assign(scan_input<T>(n, 20, 77));
@@ -254,6 +261,9 @@ void sweep_scan_i64(canopy::context& ctx, int lg) {
   c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 2, E>>("persist 32KB x3 x2, early agg, lb 64");
   c.run_persistent<persistent_scan_shape<T, 512, 8, 3, 1, 1, E>>("persist 64KB(512thr) x3 x1, early agg");
   c.run_persistent<persistent_scan_shape<T, 384, 4, 3, 3, 1, E>>("persist 24KB x3 x3 blocks, early agg");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 6, 1, 1, D>>("deferred 32KB x6 x1 block");
+  c.run_persistent<persistent_scan_shape<T, 512, 8, 3, 1, 1, D>>("deferred 64KB x3 x1 block");
+  c.run_persistent<persistent_scan_shape<T, 256, 4, 6, 2, 1, D>>("deferred 16KB x6 x2 blocks");
 }
 
 // ---- select -------------------------------------------------------------------------------------

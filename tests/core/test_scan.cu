@@ -419,7 +419,7 @@ TEST(CudaScan, SegmentedLargeMatchesHost) {
 // around the shared-memory stages, so that refills, the partial last tile and the static tile order
 // are all exercised; in place and out of place; the kernel is called directly (so that a silent
 // fallback to the other kernel cannot make the test pass) and through the public entry point.
-template <class T, class Op>
+template <class T, class Op, class Shape = canopy::detail::tuning::plain_persistent_shape<T>>
 void check_persistent_scan(canopy::context& ctx, std::size_t n, bool exclusive, bool in_place, T identity, Op op,
                            std::uint32_t seed, std::size_t max_grid = 0) {
   std::vector<T> in(n);
@@ -429,11 +429,12 @@ void check_persistent_scan(canopy::context& ctx, std::size_t n, bool exclusive, 
   bin.assign(in);
   bout.fill_bytes(0x5a);  // poison: every element must be written
   T* out = in_place ? bin.data() : bout.data();
-  const bool launched = canopy::detail::launch_persistent_scan<T, Op>(ctx, bin.data(), out, n,
+  const bool launched = canopy::detail::launch_persistent_scan<T, Op, Shape>(ctx, bin.data(), out, n,
                                                                      exclusive ? &identity : nullptr, op, max_grid);
   ASSERT_TRUE(launched) << "the persistent kernel refused an aligned plain scan of n=" << n;
   const auto want = ref_segmented(in, {}, 0, exclusive, identity, op);
   const std::string what = std::string(exclusive ? "exclusive" : "inclusive") + (in_place ? " in place" : "") +
+                           (Shape::deferred ? " deferred" : "") + (Shape::early_aggregate ? " early" : "") +
                            " sizeof(T)=" + std::to_string(sizeof(T)) + " n=" + std::to_string(n) +
                            " grid cap " + std::to_string(max_grid);
   expect_equal_vectors(in_place ? bin.to_host() : bout.to_host(), want, what);
@@ -488,6 +489,54 @@ TEST(CudaScan, PersistentKernelSmallGrids) {
       for (std::size_t n : {std::size_t(S64::tile_items) * 8 - 1, std::size_t(S64::tile_items) * 6})
         check_persistent_scan<std::int64_t>(ctx, n, exclusive, !exclusive, 0, canopy::plus<std::int64_t>{}, 27, grid);
     }
+}
+
+// The other persistent variants (canopy-scan-tuning measures them): without early aggregates, and
+// with deferred outputs (a look-back warp per block), on capped and full grids.
+TEST(CudaScan, PersistentKernelVariants) {
+  std::string why;
+  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
+  canopy::context ctx(canopy::backend_request::cuda);
+  namespace tn = canopy::detail::tuning;
+  using Plain32 = tn::persistent_scan_shape<std::int32_t, 512, 4, 3, 2>;
+  using Deferred32 = tn::persistent_scan_shape<std::int32_t, 512, 4, 6, 1, 1, tn::persist_deferred>;
+  using Deferred64 = tn::persistent_scan_shape<std::int64_t, 512, 4, 6, 1, 1, tn::persist_deferred>;
+  using Plus32 = canopy::plus<std::int32_t>;
+  using Plus64 = canopy::plus<std::int64_t>;
+  for (std::size_t grid : {std::size_t(1), std::size_t(2), std::size_t(5)})
+    for (bool exclusive : {false, true}) {
+      for (std::size_t n : {std::size_t(Deferred32::tile_items) * 13 + 7, std::size_t(Deferred32::tile_items) * 4,
+                            std::size_t(100)}) {
+        check_persistent_scan<std::int32_t, Plus32, Plain32>(ctx, n, exclusive, exclusive, 0, Plus32{}, 28, grid);
+        check_persistent_scan<std::int32_t, Plus32, Deferred32>(ctx, n, exclusive, !exclusive, 0, Plus32{}, 29, grid);
+      }
+      check_persistent_scan<std::int64_t, Plus64, Deferred64>(ctx, std::size_t(Deferred64::tile_items) * 11 + 1,
+                                                              exclusive, false, 0, Plus64{}, 30, grid);
+    }
+}
+
+TEST(CudaScan, PersistentKernelVariantsLarge) {
+  std::string why;
+  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
+  canopy::context ctx(canopy::backend_request::cuda);
+  namespace tn = canopy::detail::tuning;
+  using Deferred32 = tn::persistent_scan_shape<std::int32_t, 512, 4, 6, 1, 1, tn::persist_deferred>;
+  using Deferred64 = tn::persistent_scan_shape<std::int64_t, 512, 8, 3, 1, 1, tn::persist_deferred>;
+  using Plain32 = tn::persistent_scan_shape<std::int32_t, 512, 4, 3, 2>;
+  const std::size_t sms = std::size_t(std::max(ctx.device().multiprocessors, 1));
+  for (bool exclusive : {false, true}) {
+    const std::size_t n32 = sms * 4 * Deferred32::tile_items * 7 + 333;
+    check_persistent_scan<std::int32_t, canopy::plus<std::int32_t>, Deferred32>(ctx, n32, exclusive, exclusive, 0,
+                                                                                canopy::plus<std::int32_t>{}, 31);
+    check_persistent_scan<float, canopy::maximum<float>,
+                          tn::persistent_scan_shape<float, 512, 4, 6, 1, 1, tn::persist_deferred>>(
+        ctx, n32, exclusive, false, -1e30f, canopy::maximum<float>{}, 32);
+    check_persistent_scan<std::int32_t, canopy::plus<std::int32_t>, Plain32>(ctx, n32, exclusive, false, 0,
+                                                                             canopy::plus<std::int32_t>{}, 33);
+    const std::size_t n64 = sms * 2 * Deferred64::tile_items * 5 + 3;
+    check_persistent_scan<std::int64_t, canopy::plus<std::int64_t>, Deferred64>(ctx, n64, exclusive, !exclusive, 0,
+                                                                                canopy::plus<std::int64_t>{}, 34);
+  }
 }
 
 // Misaligned pointers: the persistent kernel steps aside and the one-block-per-tile kernel runs.

@@ -65,6 +65,15 @@ void launch_single_pass_scan(context& ctx, const T* in, T* out, std::size_t n, c
   CANOPY_CUDA_CHECK_LAUNCH("canopy::single_pass_scan_kernel");
 }
 
+//! The persistent kernel a shape selects (deferred outputs or not).
+template <class T, class Op, class Shape>
+constexpr auto persistent_kernel_for() {
+  if constexpr (Shape::deferred)
+    return persistent_deferred_scan_kernel<T, Op, Shape>;
+  else
+    return persistent_scan_kernel<T, Op, Shape>;
+}
+
 //! Resident blocks per SM of the persistent scan kernel for Shape on the context's device, or 0 when
 //! it cannot run there (no sm_90 code in this build, no cooperative launch, too little shared
 //! memory). Raises the kernel's dynamic shared-memory limit once per device. Cached per kernel.
@@ -75,7 +84,7 @@ int persistent_scan_blocks_per_sm(const context& ctx) {
   const int device = ctx.device().ordinal;
   if (cached_device == device) return per_sm;
   per_sm = 0;
-  const auto kernel = persistent_scan_kernel<T, Op, Shape>;
+  const auto kernel = persistent_kernel_for<T, Op, Shape>();
   cudaFuncAttributes attributes{};
   int cooperative = 0, shared_optin = 0;
   if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
@@ -87,7 +96,7 @@ int persistent_scan_blocks_per_sm(const context& ctx) {
     if (cooperative && attributes.ptxVersion >= 90 && ctx.device().compute_capability_major >= 9 && fits) {
       CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              int(Shape::shared_bytes)));
-      CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Shape::block_threads,
+      CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Shape::launch_threads,
                                                                       Shape::shared_bytes));
     }
   }
@@ -118,7 +127,7 @@ bool launch_persistent_scan(context& ctx, const T* in, T* out, std::size_t n, co
                               scratch.status, tiles, scratch.counter, op, profile};
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(grid));
-  config.blockDim = dim3(Shape::block_threads);
+  config.blockDim = dim3(Shape::launch_threads);
   config.dynamicSmemBytes = Shape::shared_bytes;
   config.stream = ctx.stream();
   cudaLaunchAttribute attribute[1];
@@ -126,7 +135,7 @@ bool launch_persistent_scan(context& ctx, const T* in, T* out, std::size_t n, co
   attribute[0].val.cooperative = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
-  const cudaError_t launched = cudaLaunchKernelEx(&config, persistent_scan_kernel<T, Op, Shape>, p);
+  const cudaError_t launched = cudaLaunchKernelEx(&config, persistent_kernel_for<T, Op, Shape>(), p);
   if (launched == cudaErrorCooperativeLaunchTooLarge) {
     (void)cudaGetLastError();  // not sticky: clear it and let the caller fall back
     return false;

@@ -409,6 +409,13 @@ __device__ __forceinline__ void mbarrier_init(unsigned long long* bar, unsigned 
 #endif
 }
 
+//! One plain arrival (release at CTA scope: writes before it are seen by threads that wait on the phase).
+__device__ __forceinline__ void mbarrier_arrive(unsigned long long* bar) {
+#if CANOPY_HAS_BULK_COPY
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(bar)) : "memory");
+#endif
+}
+
 //! One arrival that also announces `bytes` of copies completing on the barrier's current phase.
 __device__ __forceinline__ void mbarrier_arrive_expect_bytes(unsigned long long* bar, unsigned bytes) {
 #if CANOPY_HAS_BULK_COPY
@@ -645,6 +652,162 @@ __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
     stage = next_stage;
     parity = next_parity;
   }
+#else
+  __trap();  // the dispatch never launches this kernel on a device without bulk copies
+#endif
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Persistent plain scan with deferred outputs (sm_90, Shape::deferred).
+//
+// Same static tile order, stages and requirements as persistent_scan_kernel, but the look-back is
+// taken off the block's critical path: the block has Shape::warps scanning warps plus one look-back
+// warp. Iteration k of the scanning warps: wait for tile k's stage, scan it in registers, meet at
+// named barrier 1 (scanning warps only), refill the stage, publish tile k's aggregate and hand its
+// total to the look-back warp (mbarrier s_agg_ready), then write out tile k - 1, whose prefix the
+// look-back warp has had a whole iteration to resolve (mbarrier s_prefix_ready), its values kept in
+// registers meanwhile. Hand-over slots are double-buffered by iteration parity; each mbarrier of a
+// pair completes once every other iteration, so its wait parity is (k >> 1) & 1.
+//! Writes out tile t (iteration k of its block) once the look-back warp has resolved its prefix.
+template <class T, class Op, class Shape>
+__device__ __forceinline__ void deferred_write_out(const scan_kernel_params<T, Op>& p, const T* s_prefix,
+                                                   unsigned long long* s_prefix_ready, std::size_t t, unsigned k,
+                                                   std::size_t whole_tiles, const T (&prev)[Shape::rows][Shape::vec],
+                                                   bool has_warp_prefix, const T& warp_prefix) {
+  mbarrier_wait(&s_prefix_ready[k & 1u], (k >> 1) & 1u);
+  bool has_pre = t > 0;
+  T pre = has_pre ? s_prefix[k & 1u] : T{};
+  combine_optional(has_pre, pre, has_warp_prefix, warp_prefix, p.op);
+  T y[Shape::rows][Shape::vec];
+  tile_outputs<T, Op, scan_plain>(prev, 0u, has_pre, pre, p.exclusive, p.identity, p.op, y);
+  const std::size_t warp_base = t * std::size_t(Shape::tile_items) + std::size_t(threadIdx.x / 32) * Shape::warp_items;
+  store_rows<T, Shape::rows, Shape::vec, Shape::streaming>(p.out, p.n, warp_base, t < whole_tiles, true, y);
+}
+
+template <class T, class Op, class Shape>
+__global__ void __launch_bounds__(Shape::launch_threads, Shape::min_blocks)
+    persistent_deferred_scan_kernel(scan_kernel_params<T, Op> p) {
+#if CANOPY_HAS_BULK_COPY
+  using Acc = T;
+  constexpr int Rows = Shape::rows, Vec = Shape::vec, Warps = Shape::warps, Stages = Shape::stages;
+  using vec_t = vector_of<T, Vec>;
+  static_assert(Shape::deferred, "a persist_deferred shape");
+
+  extern __shared__ __align__(128) unsigned char s_stages[];  // Stages x tile_bytes
+  __shared__ unsigned long long s_full[Stages];
+  __shared__ unsigned long long s_agg_ready[2], s_prefix_ready[2];
+  __shared__ alignas(Acc) unsigned char s_warp_raw[2 * Warps * sizeof(Acc)];
+  __shared__ alignas(Acc) unsigned char s_total_raw[2 * sizeof(Acc)];
+  __shared__ alignas(Acc) unsigned char s_prefix_raw[2 * sizeof(Acc)];
+  Acc* s_warp = reinterpret_cast<Acc*>(s_warp_raw);  // [parity][warp]
+  Acc* s_total = reinterpret_cast<Acc*>(s_total_raw);
+  Acc* s_prefix = reinterpret_cast<Acc*>(s_prefix_raw);
+
+  const auto status = make_tile_status<Acc>(p.status, p.tiles);
+  const unsigned warp = threadIdx.x / 32, lane = lane_id();
+  const std::size_t grid = gridDim.x;
+  const std::size_t whole_tiles = p.n / Shape::tile_items;
+  const unsigned long long policy = Shape::evict_first_loads ? l2_evict_first_policy() : 0ull;
+  const auto stage_data = [&](int stage) { return s_stages + std::size_t(stage) * Shape::tile_bytes; };
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Stages; ++s) mbarrier_init(&s_full[s], 1);
+    for (int s = 0; s < 2; ++s) {
+      mbarrier_init(&s_agg_ready[s], 1);
+      mbarrier_init(&s_prefix_ready[s], 1);
+    }
+  }
+  __syncthreads();  // the last block-wide barrier: the roles part here
+
+  if (warp == unsigned(Warps)) {  // the look-back warp
+    unsigned k = 0;
+    for (std::size_t tile = blockIdx.x; tile < p.tiles; tile += grid, ++k) {
+      mbarrier_wait(&s_agg_ready[k & 1u], (k >> 1) & 1u);
+      if (tile > 0) {
+        const Acc prefix = warp_look_back<Acc, Shape::lookback_per_lane, Shape::max_backoff_ns>(status, tile, p.op);
+        if (lane == 0) {
+          status.publish(tile, tile_inclusive, p.op(prefix, s_total[k & 1u]));
+          s_prefix[k & 1u] = prefix;
+        }
+      }
+      __syncwarp();
+      if (lane == 0) mbarrier_arrive(&s_prefix_ready[k & 1u]);
+    }
+    return;
+  }
+
+  const bool issuer = threadIdx.x == 0;
+  const auto issue = [&](std::size_t t, int stage) {
+    if (t >= whole_tiles) return;
+    unsigned char* dst = stage_data(stage);
+    const unsigned char* src = reinterpret_cast<const unsigned char*>(p.in + t * std::size_t(Shape::tile_items));
+    mbarrier_arrive_expect_bytes(&s_full[stage], unsigned(Shape::tile_bytes));
+#pragma unroll
+    for (int c = 0; c < Shape::copy_split; ++c)
+      bulk_copy_to_shared<Shape::evict_first_loads>(dst + c * Shape::copy_bytes, src + c * Shape::copy_bytes,
+                                                    unsigned(Shape::copy_bytes), &s_full[stage], policy);
+  };
+  if (issuer)
+    for (int s = 0; s < Stages; ++s) issue(blockIdx.x + s * grid, s);
+
+  // Tile k - 1, waiting for its prefix: its warp-local scan and this warp's prefix within the tile.
+  Acc prev[Rows][Vec];
+  Acc prev_warp_prefix{};
+  bool prev_has_warp_prefix = false;
+
+  int stage = 0;
+  unsigned parity = 0, k = 0;
+  for (std::size_t tile = blockIdx.x; tile < p.tiles; tile += grid, ++k) {
+    const std::size_t tile_base = tile * std::size_t(Shape::tile_items);
+    Acc acc[Rows][Vec];
+    if (tile < whole_tiles) {
+      mbarrier_wait(&s_full[stage], parity);
+      const vec_t* src =
+          reinterpret_cast<const vec_t*>(stage_data(stage)) + std::size_t(warp) * (Shape::warp_items / Vec) + lane;
+#pragma unroll
+      for (int r = 0; r < Rows; ++r) {
+        const vec_t v = src[r * 32];
+#pragma unroll
+        for (int j = 0; j < Vec; ++j) acc[r][j] = v.v[j];
+      }
+    } else {
+      load_rows<T, Rows, Vec>(p.in, p.n, tile_base + std::size_t(warp) * Shape::warp_items, false, true, acc,
+                              p.in[tile_base]);
+    }
+    const Acc warp_total = warp_scan_rows(acc, p.op);
+    Acc* totals = s_warp + (k & 1u) * Warps;
+    if (lane == 0) totals[warp] = warp_total;
+    asm volatile("bar.sync 1, %0;" ::"r"(Warps * 32) : "memory");
+    if (issuer) {
+      issue(tile + Stages * grid, stage);
+      Acc total = totals[0];
+#pragma unroll
+      for (int w = 1; w < Warps; ++w) total = p.op(total, totals[w]);
+      s_total[k & 1u] = total;
+      status.publish(tile, tile == 0 ? tile_inclusive : tile_aggregate, total);
+      mbarrier_arrive(&s_agg_ready[k & 1u]);
+    }
+    bool has_warp_prefix = false;
+    Acc warp_prefix{};
+    for (unsigned w = 0; w < warp; ++w) combine_optional(has_warp_prefix, warp_prefix, true, totals[w], p.op);
+    if (k > 0)
+      deferred_write_out<T, Op, Shape>(p, s_prefix, s_prefix_ready, tile - grid, k - 1, whole_tiles, prev,
+                                       prev_has_warp_prefix, prev_warp_prefix);
+#pragma unroll
+    for (int r = 0; r < Rows; ++r)
+#pragma unroll
+      for (int j = 0; j < Vec; ++j) prev[r][j] = acc[r][j];
+    prev_warp_prefix = warp_prefix;
+    prev_has_warp_prefix = has_warp_prefix;
+    if (++stage == Stages) {
+      stage = 0;
+      parity ^= 1u;
+    }
+  }
+  if (k > 0)
+    deferred_write_out<T, Op, Shape>(p, s_prefix, s_prefix_ready, blockIdx.x + std::size_t(k - 1) * grid, k - 1,
+                                     whole_tiles, prev, prev_has_warp_prefix, prev_warp_prefix);
 #else
   __trap();  // the dispatch never launches this kernel on a device without bulk copies
 #endif

@@ -86,6 +86,10 @@ enum persistent_scan_option : unsigned {
   //! Diagnostics only, WRONG RESULTS: no look-back (every tile's prefix is taken as zero); measures the
   //! pipeline without the cross-block dependency.
   persist_skip_lookback = 16u,
+  //! persistent_deferred_scan_kernel: one extra warp per block runs the look-backs, the other warps
+  //! publish each tile's aggregate as soon as it is scanned and write a tile out only one iteration
+  //! later (its values stay in registers), so no warp but the look-back warp waits on other blocks.
+  persist_deferred = 32u,
 };
 
 //! Persistent plain-scan shape (persistent_scan_kernel, sm_90): the tile is BlockThreads x Rows
@@ -106,7 +110,10 @@ struct persistent_scan_shape {
   static constexpr bool early_aggregate = (Options & persist_early_aggregate) != 0;
   static constexpr bool profile = (Options & persist_profile) != 0;
   static constexpr bool skip_lookback = (Options & persist_skip_lookback) != 0;
+  static constexpr bool deferred = (Options & persist_deferred) != 0;
+  //! Threads that scan (the tile is theirs); the deferred kernel launches one more warp.
   static constexpr int block_threads = BlockThreads;
+  static constexpr int launch_threads = BlockThreads + (deferred ? 32 : 0);
   static constexpr int warps = BlockThreads / 32;
   static constexpr int min_blocks = MinBlocks;
   static constexpr int stages = Stages;
