@@ -210,60 +210,43 @@ std::vector<T> scan_input(std::size_t n, int shift, T offset) {
 // round trip) and shorter back-off caps were slower; occupancy (resident warps) mattered most for the
 // one-block-per-tile kernel. Session 3: the persistent kernel (persistent_scan_shape<T, threads, rows
 // of 16 bytes, stages, blocks per SM, look-back descriptors per lane, options>); "DIAG" rows are
-// diagnostics whose output is wrong by design and is not checked.
+// diagnostics whose output is wrong by design and is not checked. Runs 9-10 of scan.md measured
+// more shapes, wider look-back windows, and two variants dropped since (aggregates published
+// only with the tile's own scan; a look-back warp with outputs deferred by one iteration).
 void sweep_scan_i32(canopy::context& ctx, int lg) {
   using T = std::int32_t;
   using canopy::detail::tuning::persistent_scan_shape;
-  constexpr unsigned E = canopy::detail::tuning::persist_early_aggregate;
   constexpr unsigned P = canopy::detail::tuning::persist_profile;
   constexpr unsigned X = canopy::detail::tuning::persist_skip_lookback;
-  constexpr unsigned D = canopy::detail::tuning::persist_deferred;
+  constexpr unsigned F = canopy::detail::tuning::persist_evict_first_loads;
   const std::size_t n = std::size_t(1) << lg;
   canopy::buffer<T> in(ctx, n), out(ctx, n);
   in.assign(scan_input<T>(n, 28, 7));
   auto c = make_scan_case<T, false>(ctx, lg, in, out);
   c.run_public("public inclusive_scan (dispatch)");
   c.run<canopy::detail::tuning::plain_scan_shape<T>>("block per tile 128B x1024 (old default)");
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2>>("persist 32KB x3 stages x2 blocks");
+  c.run_persistent<canopy::detail::tuning::plain_persistent_shape<T>>("persist 32KB x3 x2 (default)");
   c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, X>>("DIAG persist 32KB x3 x2, NO look-back", false);
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, E>>("persist 32KB x3 x2, early agg");
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 2, E>>("persist 32KB x3 x2, early agg, lb 64");
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 4, E>>("persist 32KB x3 x2, early agg, lb 128");
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 4, 1, 1, E>>("persist 32KB x4 x1 block, early agg");
-  c.run_persistent<persistent_scan_shape<T, 384, 4, 3, 3, 1, E>>("persist 24KB x3 x3 blocks, early agg");
-  c.run_persistent<persistent_scan_shape<T, 512, 8, 3, 1, 1, E>>("persist 64KB(512thr) x3 x1, early agg");
-  c.run_persistent<persistent_scan_shape<T, 1024, 4, 3, 1, 1, E>>("persist 64KB(1024thr) x3 x1, early agg");
-  c.run_persistent<persistent_scan_shape<T, 512, 8, 3, 1, 2, E>>("persist 64KB(512thr) x3 x1, early, lb 64");
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 6, 1, 1, D>>("deferred 32KB x6 x1 block");
-  c.run_persistent<persistent_scan_shape<T, 512, 8, 3, 1, 1, D>>("deferred 64KB x3 x1 block");
-  c.run_persistent<persistent_scan_shape<T, 256, 4, 6, 2, 1, D>>("deferred 16KB x6 x2 blocks");
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, D>>("deferred 32KB x3 x2 blocks");
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 6, 1, 2, D>>("deferred 32KB x6 x1, lb 64");
-  c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P>>("32KB x3 x2");
-  c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P | E>>("32KB x3 x2 early agg");
-  c.profile_persistent<persistent_scan_shape<T, 512, 8, 3, 1, 1, P | E>>("64KB x3 x1 early agg");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F>>("persist 32KB x3 x2, evict-first loads");
+  c.run_persistent<persistent_scan_shape<T, 384, 4, 3, 3>>("persist 24KB x3 x3 blocks");
+  c.run_persistent<persistent_scan_shape<T, 512, 8, 3, 1>>("persist 64KB(512thr) x3 x1 block");
+  c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P>>("32KB x3 x2 (default)");
   c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P | X>>("32KB x3 x2 NO look-back");
 }
 
 void sweep_scan_i64(canopy::context& ctx, int lg) {
   using T = std::int64_t;
   using canopy::detail::tuning::persistent_scan_shape;
-  constexpr unsigned E = canopy::detail::tuning::persist_early_aggregate;
-  constexpr unsigned D = canopy::detail::tuning::persist_deferred;
+  constexpr unsigned F = canopy::detail::tuning::persist_evict_first_loads;
   const std::size_t n = std::size_t(1) << lg;
   canopy::buffer<T> in(ctx, n), out(ctx, n);
   in.assign(scan_input<T>(n, 20, 77));
   auto c = make_scan_case<T, true>(ctx, lg, in, out);
   c.run_public("public exclusive_scan (dispatch)");
   c.run<canopy::detail::tuning::plain_scan_shape<T>>("block per tile 128B x256 mb4 (old default)");
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2>>("persist 32KB x3 stages x2 blocks");
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, E>>("persist 32KB x3 x2, early agg");
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 2, E>>("persist 32KB x3 x2, early agg, lb 64");
-  c.run_persistent<persistent_scan_shape<T, 512, 8, 3, 1, 1, E>>("persist 64KB(512thr) x3 x1, early agg");
-  c.run_persistent<persistent_scan_shape<T, 384, 4, 3, 3, 1, E>>("persist 24KB x3 x3 blocks, early agg");
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 6, 1, 1, D>>("deferred 32KB x6 x1 block");
-  c.run_persistent<persistent_scan_shape<T, 512, 8, 3, 1, 1, D>>("deferred 64KB x3 x1 block");
-  c.run_persistent<persistent_scan_shape<T, 256, 4, 6, 2, 1, D>>("deferred 16KB x6 x2 blocks");
+  c.run_persistent<canopy::detail::tuning::plain_persistent_shape<T>>("persist 32KB x3 x2 (default)");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F>>("persist 32KB x3 x2, evict-first loads");
+  c.run_persistent<persistent_scan_shape<T, 384, 4, 3, 3>>("persist 24KB x3 x3 blocks");
 }
 
 // ---- select -------------------------------------------------------------------------------------
@@ -353,9 +336,6 @@ void sweep_reduce(canopy::context& ctx, int lg) {
   });
   using canopy::plus;
   using canopy::detail::cuda_reduce_shaped;
-  check("128 thr x4, interleaved (block streams)", [&] {
-    cuda_reduce_shaped<T, plus<T>, 128, 4, 1, true>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
-  });
   check("128 thr x4 (register kernel, old default)", [&] {
     cuda_reduce_shaped<T, plus<T>, 128, 4>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
   });
@@ -367,20 +347,8 @@ void sweep_reduce(canopy::context& ctx, int lg) {
       g_failed = true;
     }
   };
-  bulk("bulk 256 thr, 32KB x6 stages", [&] {
-    return canopy::detail::cuda_reduce_bulk<T, plus<T>, 256, 32768, 6>(ctx, in.data(), n, result.data(), T(0),
-                                                                       plus<T>{});
-  });
-  bulk("bulk 256 thr, 16KB x6 stages (2/SM)", [&] {
-    return canopy::detail::cuda_reduce_bulk<T, plus<T>, 256, 16384, 6>(ctx, in.data(), n, result.data(), T(0),
-                                                                       plus<T>{});
-  });
   bulk("bulk 512 thr, 32KB x3 stages (2/SM)", [&] {
     return canopy::detail::cuda_reduce_bulk<T, plus<T>, 512, 32768, 3>(ctx, in.data(), n, result.data(), T(0),
-                                                                       plus<T>{});
-  });
-  bulk("bulk 512 thr, 48KB x2 stages (2/SM)", [&] {
-    return canopy::detail::cuda_reduce_bulk<T, plus<T>, 512, 49152, 2>(ctx, in.data(), n, result.data(), T(0),
                                                                        plus<T>{});
   });
   bulk("bulk 1024 thr, 32KB x6 stages", [&] {

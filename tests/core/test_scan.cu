@@ -434,7 +434,7 @@ void check_persistent_scan(canopy::context& ctx, std::size_t n, bool exclusive, 
   ASSERT_TRUE(launched) << "the persistent kernel refused an aligned plain scan of n=" << n;
   const auto want = ref_segmented(in, {}, 0, exclusive, identity, op);
   const std::string what = std::string(exclusive ? "exclusive" : "inclusive") + (in_place ? " in place" : "") +
-                           (Shape::deferred ? " deferred" : "") + (Shape::early_aggregate ? " early" : "") +
+                           " tile " + std::to_string(Shape::tile_items) +
                            " sizeof(T)=" + std::to_string(sizeof(T)) + " n=" + std::to_string(n) +
                            " grid cap " + std::to_string(max_grid);
   expect_equal_vectors(in_place ? bin.to_host() : bout.to_host(), want, what);
@@ -491,51 +491,58 @@ TEST(CudaScan, PersistentKernelSmallGrids) {
     }
 }
 
-// The other persistent variants (canopy-scan-tuning measures them): without early aggregates, and
-// with deferred outputs (a look-back warp per block), on capped and full grids.
-TEST(CudaScan, PersistentKernelVariants) {
+// The other persistent shapes canopy-scan-tuning measures (evict-first loads, 64 KB tiles with one
+// block per SM, 24 KB tiles with three), on capped grids.
+TEST(CudaScan, PersistentKernelShapes) {
   std::string why;
   if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
   canopy::context ctx(canopy::backend_request::cuda);
   namespace tn = canopy::detail::tuning;
-  using Plain32 = tn::persistent_scan_shape<std::int32_t, 512, 4, 3, 2>;
-  using Deferred32 = tn::persistent_scan_shape<std::int32_t, 512, 4, 6, 1, 1, tn::persist_deferred>;
-  using Deferred64 = tn::persistent_scan_shape<std::int64_t, 512, 4, 6, 1, 1, tn::persist_deferred>;
+  using EvictFirst = tn::persistent_scan_shape<std::int32_t, 512, 4, 3, 2, 1, tn::persist_evict_first_loads>;
+  using Big = tn::persistent_scan_shape<std::int32_t, 512, 8, 3, 1>;
+  using Three = tn::persistent_scan_shape<std::int64_t, 384, 4, 3, 3>;
   using Plus32 = canopy::plus<std::int32_t>;
   using Plus64 = canopy::plus<std::int64_t>;
   for (std::size_t grid : {std::size_t(1), std::size_t(2), std::size_t(5)})
     for (bool exclusive : {false, true}) {
-      for (std::size_t n : {std::size_t(Deferred32::tile_items) * 13 + 7, std::size_t(Deferred32::tile_items) * 4,
-                            std::size_t(100)}) {
-        check_persistent_scan<std::int32_t, Plus32, Plain32>(ctx, n, exclusive, exclusive, 0, Plus32{}, 28, grid);
-        check_persistent_scan<std::int32_t, Plus32, Deferred32>(ctx, n, exclusive, !exclusive, 0, Plus32{}, 29, grid);
+      for (std::size_t n : {std::size_t(Big::tile_items) * 13 + 7, std::size_t(Big::tile_items) * 4, std::size_t(100)}) {
+        check_persistent_scan<std::int32_t, Plus32, EvictFirst>(ctx, n, exclusive, exclusive, 0, Plus32{}, 28, grid);
+        check_persistent_scan<std::int32_t, Plus32, Big>(ctx, n, exclusive, !exclusive, 0, Plus32{}, 29, grid);
       }
-      check_persistent_scan<std::int64_t, Plus64, Deferred64>(ctx, std::size_t(Deferred64::tile_items) * 11 + 1,
-                                                              exclusive, false, 0, Plus64{}, 30, grid);
+      check_persistent_scan<std::int64_t, Plus64, Three>(ctx, std::size_t(Three::tile_items) * 11 + 1, exclusive,
+                                                         false, 0, Plus64{}, 30, grid);
     }
 }
 
-TEST(CudaScan, PersistentKernelVariantsLarge) {
+// Operators not known to be commutative go to the one-block-per-tile kernel (the persistent kernel
+// folds tile totals in any order): composition of affine maps x -> a x + b on 8-byte values, which
+// is associative and not commutative, over sizes of many tiles; inclusive and exclusive.
+struct affine {
+  std::uint32_t a, b;
+  bool operator==(const affine& o) const { return a == o.a && b == o.b; }
+};
+struct affine_then {  // first x, then y
+  CANOPY_HD affine operator()(const affine& x, const affine& y) const { return {y.a * x.a, y.a * x.b + y.b}; }
+};
+std::ostream& operator<<(std::ostream& os, const affine& f) { return os << "(" << f.a << ", " << f.b << ")"; }
+
+TEST(CudaScan, NonCommutativeEightByteValues) {
   std::string why;
   if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
   canopy::context ctx(canopy::backend_request::cuda);
-  namespace tn = canopy::detail::tuning;
-  using Deferred32 = tn::persistent_scan_shape<std::int32_t, 512, 4, 6, 1, 1, tn::persist_deferred>;
-  using Deferred64 = tn::persistent_scan_shape<std::int64_t, 512, 8, 3, 1, 1, tn::persist_deferred>;
-  using Plain32 = tn::persistent_scan_shape<std::int32_t, 512, 4, 3, 2>;
-  const std::size_t sms = std::size_t(std::max(ctx.device().multiprocessors, 1));
-  for (bool exclusive : {false, true}) {
-    const std::size_t n32 = sms * 4 * Deferred32::tile_items * 7 + 333;
-    check_persistent_scan<std::int32_t, canopy::plus<std::int32_t>, Deferred32>(ctx, n32, exclusive, exclusive, 0,
-                                                                                canopy::plus<std::int32_t>{}, 31);
-    check_persistent_scan<float, canopy::maximum<float>,
-                          tn::persistent_scan_shape<float, 512, 4, 6, 1, 1, tn::persist_deferred>>(
-        ctx, n32, exclusive, false, -1e30f, canopy::maximum<float>{}, 32);
-    check_persistent_scan<std::int32_t, canopy::plus<std::int32_t>, Plain32>(ctx, n32, exclusive, false, 0,
-                                                                             canopy::plus<std::int32_t>{}, 33);
-    const std::size_t n64 = sms * 2 * Deferred64::tile_items * 5 + 3;
-    check_persistent_scan<std::int64_t, canopy::plus<std::int64_t>, Deferred64>(ctx, n64, exclusive, !exclusive, 0,
-                                                                                canopy::plus<std::int64_t>{}, 34);
+  static_assert(!canopy::detail::is_commutative<affine_then>::value, "must take the fallback");
+  for (std::size_t n : {std::size_t(3), std::size_t(70001), std::size_t(1) << 21}) {
+    std::vector<affine> in(n);
+    std::mt19937 rng(35);
+    for (auto& f : in) f = {std::uint32_t(rng() % 5 + 1), std::uint32_t(rng() % 7)};
+    canopy::buffer<affine> bin(ctx, n), bout(ctx, n);
+    bin.assign(in);
+    canopy::inclusive_scan<affine>(ctx, bin.view(), bout.view(), affine_then{});
+    expect_equal_vectors(bout.to_host(), ref_segmented(in, {}, 0, false, affine{1, 0}, affine_then{}),
+                         "affine inclusive n=" + std::to_string(n));
+    canopy::exclusive_scan<affine>(ctx, bin.view(), bout.view(), affine{1, 0}, affine_then{});
+    expect_equal_vectors(bout.to_host(), ref_segmented(in, {}, 0, true, affine{1, 0}, affine_then{}),
+                         "affine exclusive n=" + std::to_string(n));
   }
 }
 

@@ -18,8 +18,7 @@
 namespace canopy {
 namespace detail {
 
-template <class T, class Op, int block = tuning::reduce_block_threads, int unroll = tuning::reduce_vectors_per_thread,
-          bool interleave = false>
+template <class T, class Op, int block = tuning::reduce_block_threads, int unroll = tuning::reduce_vectors_per_thread>
 void launch_reduce(context& ctx, const T* in, std::size_t n, T* out, std::size_t blocks, T identity, Op op) {
   constexpr std::size_t row_items = 32 * tuning::vector_elements<T>();
   const std::size_t rows = (n + row_items - 1) / row_items;
@@ -28,19 +27,17 @@ void launch_reduce(context& ctx, const T* in, std::size_t n, T* out, std::size_t
   const std::size_t per_warp = std::max<std::size_t>(1, (rows + warps - 1) / warps);
   const std::size_t rows_per_warp = (per_warp + unroll - 1) / unroll * unroll;
   reduce_kernel_params<T, Op> p{in, n, rows_per_warp, out, identity, op};
-  reduce_kernel<T, Op, block, unroll, interleave><<<static_cast<unsigned>(blocks), block, 0, ctx.stream()>>>(p);
+  reduce_kernel<T, Op, block, unroll><<<static_cast<unsigned>(blocks), block, 0, ctx.stream()>>>(p);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::reduce_kernel");
 }
 
-//! The reduction with an explicit block size, rows in flight per thread, grid oversubscription
-//! (blocks = Oversubscribe x one wave) and row layout (bench/tuning sweeps these; cuda_reduce uses
-//! the tuning.hpp defaults).
-template <class T, class Op, int Block, int Unroll, int Oversubscribe = 1, bool Interleave = false>
+//! The register-kernel reduction with an explicit block size and rows in flight per thread
+//! (bench/tuning sweeps these; cuda_reduce falls back to it with the tuning.hpp defaults).
+template <class T, class Op, int Block, int Unroll>
 void cuda_reduce_shaped(context& ctx, const T* in, std::size_t n, T* result, T identity, Op op) {
   constexpr std::size_t block_items = std::size_t(Block) * Unroll * tuning::vector_elements<T>();
   // One wave of resident blocks: a second partial wave would leave most SMs idle at the end.
-  const std::size_t max_blocks =
-      Oversubscribe * resident_blocks<reduce_kernel<T, Op, Block, Unroll, Interleave>>(ctx, Block);
+  const std::size_t max_blocks = resident_blocks<reduce_kernel<T, Op, Block, Unroll>>(ctx, Block);
   // At least a few rows per warp so that each warp has loads to overlap.
   const std::size_t blocks = std::min(max_blocks, (n + 4 * block_items - 1) / (4 * block_items));
   if (blocks <= 1) {
@@ -48,7 +45,7 @@ void cuda_reduce_shaped(context& ctx, const T* in, std::size_t n, T* result, T i
     return;
   }
   buffer<T> partial(ctx, blocks);
-  launch_reduce<T, Op, Block, Unroll, Interleave>(ctx, in, n, partial.data(), blocks, identity, op);
+  launch_reduce<T, Op, Block, Unroll>(ctx, in, n, partial.data(), blocks, identity, op);
   launch_reduce<T, Op, Block, Unroll>(ctx, static_cast<const T*>(partial.data()), blocks, result, 1, identity, op);
 }
 

@@ -7,49 +7,20 @@
 // applied as op(earlier, later): non-commutative operators are exact. UNROLL rows are loaded before
 // any is folded to keep UNROLL x 16 bytes in flight per thread. `identity` pads missing elements,
 // so it must be an identity of op. For operators known to be commutative (is_commutative) each lane
-// folds its own values across rows and the warp combines lanes once at the end; with `Interleave` the
-// rows of a block are dealt round-robin to its warps instead (block b covers a contiguous run, and
-// each step of the block reads WARPS x UNROLL consecutive rows: one stream per block, as CUB does).
+// folds its own values across rows and the warp combines lanes once at the end.
 //
 // reduce_bulk_kernel (sm_90, commutative operators, 16-byte aligned input) streams chunks of the
 // input into shared-memory stages with the copy engine (bulk copies completing on mbarriers), so
 // the bytes in flight per SM are bounded by shared memory rather than registers.
 #pragma once
 
-#include <canopy/core/functional.hpp>
 #include <canopy/core/detail/scan_kernels.cuh>
 #include <canopy/core/detail/tuning.hpp>
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
 
-#include <type_traits>
-
 namespace canopy {
 namespace detail {
-
-//! Folds lanes in lane order; the result is valid in lane 0.
-template <class T, class Op>
-__device__ __forceinline__ T warp_reduce_ordered(T v, const Op& op) {
-#pragma unroll
-  for (unsigned d = 1; d < 32; d <<= 1) {
-    const T other = shfl_down(v, d);
-    if (lane_id() + d < 32) v = op(v, other);
-  }
-  return v;
-}
-
-//! Operators known to be commutative on T: their reduction may fold each lane's values across rows
-//! before the warp combines lanes (one shuffle tree per warp instead of one per row).
-template <class Op>
-struct is_commutative : std::false_type {};
-template <class T>
-struct is_commutative<plus<T>> : std::is_arithmetic<T> {};
-template <class T>
-struct is_commutative<maximum<T>> : std::is_arithmetic<T> {};
-template <class T>
-struct is_commutative<minimum<T>> : std::is_arithmetic<T> {};
-template <class T>
-struct is_commutative<multiplies<T>> : std::is_arithmetic<T> {};
 
 template <class T, class Op>
 struct reduce_kernel_params {
@@ -61,36 +32,31 @@ struct reduce_kernel_params {
   Op op;
 };
 
-template <class T, class Op, int BlockThreads, int Unroll, bool Interleave = false>
+template <class T, class Op, int BlockThreads, int Unroll>
 __global__ void __launch_bounds__(BlockThreads) reduce_kernel(reduce_kernel_params<T, Op> p) {
   constexpr int Vec = tuning::vector_elements<T>(), Warps = BlockThreads / 32;
   constexpr std::size_t row_items = 32 * Vec;
   __shared__ alignas(T) unsigned char s_warp_raw[Warps * sizeof(T)];
   T* s_warp = reinterpret_cast<T*>(s_warp_raw);
 
-  constexpr bool commutative = is_commutative<Op>::value;
-  // Interleaving changes which warp folds which rows: only for commutative operators.
-  constexpr bool interleaved = Interleave && commutative;
   const unsigned lane = lane_id(), warp = threadIdx.x / 32;
   const std::size_t rows = (p.n + row_items - 1) / row_items;
-  // The run of rows this warp (or, interleaved, this block) covers.
-  const std::size_t run_rows = interleaved ? p.rows_per_warp * Warps : p.rows_per_warp;
-  const std::size_t run_index = interleaved ? std::size_t(blockIdx.x) : std::size_t(blockIdx.x) * Warps + warp;
-  const std::size_t row_begin = run_index * run_rows;
-  const std::size_t row_end = row_begin + run_rows < rows ? row_begin + run_rows : rows;
-  constexpr std::size_t row_step = interleaved ? std::size_t(Unroll) * Warps : std::size_t(Unroll);
+  const std::size_t warp_index = std::size_t(blockIdx.x) * Warps + warp;
+  const std::size_t row_begin = warp_index * p.rows_per_warp;
+  const std::size_t row_end = row_begin + p.rows_per_warp < rows ? row_begin + p.rows_per_warp : rows;
   const bool aligned = Vec > 1 && (reinterpret_cast<std::uintptr_t>(p.in) & 15u) == 0;
   const std::size_t full_rows = p.n / row_items;  // rows with no element past n
 
+  constexpr bool commutative = is_commutative<Op>::value;
   T total = p.identity;  // meaningful in lane 0 (every lane when commutative)
   T lane_total[Unroll];
 #pragma unroll
   for (int u = 0; u < Unroll; ++u) lane_total[u] = p.identity;
-  for (std::size_t r0 = row_begin; r0 < row_end; r0 += row_step) {
+  for (std::size_t r0 = row_begin; r0 < row_end; r0 += Unroll) {
     T x[Unroll][Vec];
 #pragma unroll
     for (int u = 0; u < Unroll; ++u) {
-      const std::size_t row = interleaved ? r0 + std::size_t(u) * Warps + warp : r0 + u;
+      const std::size_t row = r0 + u;
       const std::size_t base = row * row_items + lane * Vec;
       if (row < row_end && row < full_rows && aligned) {
         // Read-only path: reduce never writes its input.
@@ -131,7 +97,6 @@ __global__ void __launch_bounds__(BlockThreads) reduce_kernel(reduce_kernel_para
     p.out[blockIdx.x] = block_total;
   }
 }
-
 
 //! Streamed reduction of a commutative operator (sm_90). Block b folds the chunks b, b + G, ... (G =
 //! gridDim.x) of CHUNK_BYTES each, which the copy engine brings into STAGES shared-memory stages

@@ -1,8 +1,9 @@
 // canopy/core/detail/scan_dispatch.cuh — CUDA scan dispatch: picks the kernel and tile shape for the
 // value and accumulator types (tuning.hpp), takes the tile descriptors from the context's resource,
 // zeroes them and launches either
-//   - the persistent plain scan (plain scans of 4- and 8-byte values with 16-byte aligned in/out,
-//     on sm_90 devices): one wave of blocks, tiles assigned statically, cooperative launch; or
+//   - the persistent plain scan (plain scans of 4- and 8-byte values under operators known to be
+//     commutative, 16-byte aligned in/out, sm_90 devices): one wave of blocks, tiles assigned
+//     statically, cooperative launch; or
 //   - one block per tile (ids taken in order from the counter): every other case, and the
 //     fallback whenever the persistent kernel cannot run or its grid cannot be co-resident.
 // Asynchronous on ctx.stream(). Temporary memory: 8 bytes per tile for 4-byte accumulators, 16 for
@@ -65,15 +66,6 @@ void launch_single_pass_scan(context& ctx, const T* in, T* out, std::size_t n, c
   CANOPY_CUDA_CHECK_LAUNCH("canopy::single_pass_scan_kernel");
 }
 
-//! The persistent kernel a shape selects (deferred outputs or not).
-template <class T, class Op, class Shape>
-constexpr auto persistent_kernel_for() {
-  if constexpr (Shape::deferred)
-    return persistent_deferred_scan_kernel<T, Op, Shape>;
-  else
-    return persistent_scan_kernel<T, Op, Shape>;
-}
-
 //! Resident blocks per SM of the persistent scan kernel for Shape on the context's device, or 0 when
 //! it cannot run there (no sm_90 code in this build, no cooperative launch, too little shared
 //! memory). Raises the kernel's dynamic shared-memory limit once per device. Cached per kernel.
@@ -84,7 +76,7 @@ int persistent_scan_blocks_per_sm(const context& ctx) {
   const int device = ctx.device().ordinal;
   if (cached_device == device) return per_sm;
   per_sm = 0;
-  const auto kernel = persistent_kernel_for<T, Op, Shape>();
+  const auto kernel = persistent_scan_kernel<T, Op, Shape>;
   cudaFuncAttributes attributes{};
   int cooperative = 0, shared_optin = 0;
   if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
@@ -96,7 +88,7 @@ int persistent_scan_blocks_per_sm(const context& ctx) {
     if (cooperative && attributes.ptxVersion >= 90 && ctx.device().compute_capability_major >= 9 && fits) {
       CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              int(Shape::shared_bytes)));
-      CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Shape::launch_threads,
+      CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Shape::block_threads,
                                                                       Shape::shared_bytes));
     }
   }
@@ -114,6 +106,7 @@ template <class T, class Op, class Shape = tuning::plain_persistent_shape<T>>
 bool launch_persistent_scan(context& ctx, const T* in, T* out, std::size_t n, const T* identity, Op op,
                             std::size_t max_grid = 0, unsigned long long* profile = nullptr) {
   static_assert(tuning::persistent_scan_supports<T>(), "4- or 8-byte values");
+  static_assert(is_commutative<Op>::value, "operators known to be commutative");
   if (n == 0 || ((reinterpret_cast<std::uintptr_t>(in) | reinterpret_cast<std::uintptr_t>(out)) & 15u) != 0)
     return false;
   const int per_sm = persistent_scan_blocks_per_sm<T, Op, Shape>(ctx);
@@ -127,7 +120,7 @@ bool launch_persistent_scan(context& ctx, const T* in, T* out, std::size_t n, co
                               scratch.status, tiles, scratch.counter, op, profile};
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(grid));
-  config.blockDim = dim3(Shape::launch_threads);
+  config.blockDim = dim3(Shape::block_threads);
   config.dynamicSmemBytes = Shape::shared_bytes;
   config.stream = ctx.stream();
   cudaLaunchAttribute attribute[1];
@@ -135,7 +128,7 @@ bool launch_persistent_scan(context& ctx, const T* in, T* out, std::size_t n, co
   attribute[0].val.cooperative = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
-  const cudaError_t launched = cudaLaunchKernelEx(&config, persistent_kernel_for<T, Op, Shape>(), p);
+  const cudaError_t launched = cudaLaunchKernelEx(&config, persistent_scan_kernel<T, Op, Shape>, p);
   if (launched == cudaErrorCooperativeLaunchTooLarge) {
     (void)cudaGetLastError();  // not sticky: clear it and let the caller fall back
     return false;
@@ -154,7 +147,7 @@ void cuda_scan(context& ctx, const T* in, T* out, std::size_t n, const std::uint
   else if (segment_length != 0 && segment_length < n)
     launch_single_pass_scan<T, Op, scan_regular>(ctx, in, out, n, nullptr, segment_length, identity, op);
   else {  // no segments, or one regular segment covering everything
-    if constexpr (tuning::persistent_scan_supports<T>()) {
+    if constexpr (tuning::persistent_scan_supports<T>() && is_commutative<Op>::value) {
       if (launch_persistent_scan<T, Op>(ctx, in, out, n, identity, op)) return;
     }
     launch_single_pass_scan<T, Op, scan_plain, tuning::plain_scan_shape<T>>(ctx, in, out, n, nullptr, 0, identity,

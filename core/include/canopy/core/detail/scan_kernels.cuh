@@ -15,6 +15,7 @@
 #pragma once
 
 #include <canopy/core/detail/host_scan.hpp>
+#include <canopy/core/functional.hpp>
 #include <canopy/core/detail/scan_tile_state.cuh>
 #include <canopy/core/detail/tuning.hpp>
 
@@ -22,12 +23,38 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace canopy {
 namespace detail {
 
 //! How heads of segments are found: none (plain scan), a flags array, or every segment_length.
 enum scan_mode : int { scan_plain = 0, scan_flagged = 1, scan_regular = 2 };
+
+//! Folds lanes in lane order; the result is valid in lane 0.
+template <class T, class Op>
+__device__ __forceinline__ T warp_reduce_ordered(T v, const Op& op) {
+#pragma unroll
+  for (unsigned d = 1; d < 32; d <<= 1) {
+    const T other = shfl_down(v, d);
+    if (lane_id() + d < 32) v = op(v, other);
+  }
+  return v;
+}
+
+//! Operators known to be commutative on T: their reduction may fold each lane's values across rows
+//! before the warp combines lanes (one shuffle tree per warp instead of one per row), and the
+//! persistent scan may compute a tile's total in any order.
+template <class Op>
+struct is_commutative : std::false_type {};
+template <class T>
+struct is_commutative<plus<T>> : std::is_arithmetic<T> {};
+template <class T>
+struct is_commutative<maximum<T>> : std::is_arithmetic<T> {};
+template <class T>
+struct is_commutative<minimum<T>> : std::is_arithmetic<T> {};
+template <class T>
+struct is_commutative<multiplies<T>> : std::is_arithmetic<T> {};
 
 template <class T, class Op>
 struct scan_kernel_params {
@@ -409,13 +436,6 @@ __device__ __forceinline__ void mbarrier_init(unsigned long long* bar, unsigned 
 #endif
 }
 
-//! One plain arrival (release at CTA scope: writes before it are seen by threads that wait on the phase).
-__device__ __forceinline__ void mbarrier_arrive(unsigned long long* bar) {
-#if CANOPY_HAS_BULK_COPY
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(bar)) : "memory");
-#endif
-}
-
 //! One arrival that also announces `bytes` of copies completing on the barrier's current phase.
 __device__ __forceinline__ void mbarrier_arrive_expect_bytes(unsigned long long* bar, unsigned bytes) {
 #if CANOPY_HAS_BULK_COPY
@@ -477,6 +497,16 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
 // the first barrier of a tile (every thread has its values in registers by then). Stores go straight
 // from registers (16-byte vectors, evict-first).
 //
+// Early aggregates: while warp 0 runs tile t's look-back, warp 1 folds the block's next tile t + G
+// (already in its stage) and publishes its aggregate, so that no tile's aggregate waits for its
+// block to finish the previous tile. Without this the static order convoys: tile t + G is assigned
+// before its block is free, every later tile's look-back waits on it, and the whole grid advances
+// one round per look-back chain (H100: 69% of copy; with early aggregates 93%,
+// docs/performance/scan.md, session 3). The next tile's total is folded in any order, so the kernel
+// takes only operators known to be commutative (is_commutative); the dispatch sends the others to
+// the one-block-per-tile kernel. The published aggregate is also the total used for the tile's
+// inclusive value, so every tile sees one value per predecessor.
+//
 // Deadlock freedom needs every block to be resident at once: tile t waits only on tiles < t, whose
 // owners process their tiles in increasing order, so the smallest unfinished tile always progresses
 // -- provided its owner is running. The dispatch launches with the cooperative attribute (the
@@ -495,80 +525,67 @@ __device__ __forceinline__ unsigned long long global_timer_ns() {
   return t;
 }
 
-//! Total of one tile in shared memory (tile order), folded by warps 1..HELPERS of the block (warp 0
-//! is busy with the look-back): helper h folds a contiguous run of rows, each row lane by lane and
-//! then across lanes in lane order, so non-commutative operators are exact. The helpers meet at named
-//! barrier 1; the result is valid in warp 1, lane 0.
-template <class T, int TileRows, int Helpers, class Op>
-__device__ __forceinline__ T helpers_reduce_tile(const unsigned char* stage, T* s_partial, const Op& op) {
+//! Total of one tile in shared memory (tile order, TileRows rows of 32 x 16 bytes) under a
+//! commutative operator, folded by one warp: lane l folds the l-th vector of every row (512
+//! contiguous bytes per row and warp: no bank conflicts), one accumulator per vector element, then
+//! the lanes combine. Valid in lane 0.
+template <class T, int TileRows, class Op>
+__device__ __forceinline__ T warp_fold_tile(const unsigned char* stage, const Op& op) {
   constexpr int Vec = 16 / int(sizeof(T));
   using vec_t = vector_of<T, Vec>;
-  static_assert(TileRows >= Helpers, "every helper folds at least one row");
-  const unsigned lane = lane_id();
-  const int helper = int(threadIdx.x / 32) - 1;
-  const int row_begin = helper * TileRows / Helpers, row_end = (helper + 1) * TileRows / Helpers;
-  const vec_t* rows = reinterpret_cast<const vec_t*>(stage);
-  T total{};
-  for (int r = row_begin; r < row_end; ++r) {
-    const vec_t v = rows[r * 32 + lane];
-    T x = v.v[0];
+  const vec_t* rows = reinterpret_cast<const vec_t*>(stage) + lane_id();
+  T acc[Vec];
+  {
+    const vec_t v = rows[0];
 #pragma unroll
-    for (int j = 1; j < Vec; ++j) x = op(x, v.v[j]);
-#pragma unroll
-    for (unsigned d = 1; d < 32; d <<= 1) {
-      const T other = shfl_down(x, d);
-      if (lane + d < 32) x = op(x, other);
-    }
-    total = r == row_begin ? x : op(total, x);  // valid in lane 0
+    for (int j = 0; j < Vec; ++j) acc[j] = v.v[j];
   }
-  if (lane == 0) s_partial[helper] = total;
-  asm volatile("bar.sync 1, %0;" ::"r"(Helpers * 32) : "memory");
-  T all = s_partial[0];
+#pragma unroll 8
+  for (int r = 1; r < TileRows; ++r) {
+    const vec_t v = rows[r * 32];
 #pragma unroll
-  for (int h = 1; h < Helpers; ++h) all = op(all, s_partial[h]);
-  return all;
+    for (int j = 0; j < Vec; ++j) acc[j] = op(acc[j], v.v[j]);
+  }
+  T x = acc[0];
+#pragma unroll
+  for (int j = 1; j < Vec; ++j) x = op(x, acc[j]);
+  return warp_reduce_ordered(x, op);
 }
 
 template <class T, class Op, class Shape>
 __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
     persistent_scan_kernel(scan_kernel_params<T, Op> p) {
 #if CANOPY_HAS_BULK_COPY
+  static_assert(is_commutative<Op>::value, "early aggregates fold a tile in any order");
   using Acc = T;
   constexpr int Rows = Shape::rows, Vec = Shape::vec, Warps = Shape::warps, Stages = Shape::stages;
-  constexpr int Helpers = Warps - 1;
   using vec_t = vector_of<T, Vec>;
 
   extern __shared__ __align__(128) unsigned char s_stages[];  // Stages x tile_bytes
   __shared__ unsigned long long s_full[Stages];
   __shared__ alignas(Acc) unsigned char s_warp_raw[Warps * sizeof(Acc)];
   __shared__ alignas(Acc) unsigned char s_prefix_raw[sizeof(Acc)];
-  // Early aggregates: helpers' partials, and the next tile's total (double-buffered by iteration:
-  // iteration k reads slot k & 1 while its helpers write slot (k + 1) & 1).
-  __shared__ alignas(Acc) unsigned char s_partial_raw[(Shape::early_aggregate ? Helpers : 1) * sizeof(Acc)];
+  // The next tile's total (early aggregate), double-buffered by iteration: iteration k reads slot
+  // k & 1 (written by warp 1 in iteration k - 1) while warp 1 writes slot (k + 1) & 1.
   __shared__ alignas(Acc) unsigned char s_early_raw[2 * sizeof(Acc)];
   Acc* s_warp = reinterpret_cast<Acc*>(s_warp_raw);
   Acc* s_prefix = reinterpret_cast<Acc*>(s_prefix_raw);
-  Acc* s_partial = reinterpret_cast<Acc*>(s_partial_raw);
   Acc* s_early = reinterpret_cast<Acc*>(s_early_raw);
 
   const auto status = make_tile_status<Acc>(p.status, p.tiles);
   const unsigned warp = threadIdx.x / 32;
   const std::size_t grid = gridDim.x;
   const std::size_t whole_tiles = p.n / Shape::tile_items;  // tiles with no element past n
-  // The copies are issued by lane 0 of warp 1: warp 0 runs the look-back right after the barrier.
+  // Lane 0 of warp 1 issues the copies and publishes early aggregates: warp 0 runs the look-back.
   const bool issuer = threadIdx.x == 32;
   const unsigned long long policy = Shape::evict_first_loads ? l2_evict_first_policy() : 0ull;
   const auto stage_data = [&](int stage) { return s_stages + std::size_t(stage) * Shape::tile_bytes; };
 
   const auto issue = [&](std::size_t t, int stage) {
     if (t >= whole_tiles) return;  // the partial last tile (or none) is read directly
-    unsigned char* dst = stage_data(stage);
-    const unsigned char* src = reinterpret_cast<const unsigned char*>(p.in + t * std::size_t(Shape::tile_items));
     mbarrier_arrive_expect_bytes(&s_full[stage], unsigned(Shape::tile_bytes));
-#pragma unroll
-    for (int c = 0; c < Shape::copy_split; ++c)
-      bulk_copy_to_shared<Shape::evict_first_loads>(dst + c * Shape::copy_bytes, src + c * Shape::copy_bytes,
-                                                    unsigned(Shape::copy_bytes), &s_full[stage], policy);
+    bulk_copy_to_shared<Shape::evict_first_loads>(stage_data(stage), p.in + t * std::size_t(Shape::tile_items),
+                                                  unsigned(Shape::tile_bytes), &s_full[stage], policy);
   };
 
   if (threadIdx.x == 0)
@@ -609,9 +626,8 @@ __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
     if (Shape::profile && threadIdx.x == 0) prof[11] = clock64();
     const Acc warp_total = warp_scan_rows(acc, p.op);
 
-    // This tile's aggregate was published by the previous iteration's helpers (whole tiles after
-    // the block's first).
-    const bool early = Shape::early_aggregate && iteration > 0 && whole;
+    // Whole tiles after the block's first had their aggregate published by the previous iteration.
+    const bool early = iteration > 0 && whole;
     const std::size_t next_tile = tile + grid;
     const int this_stage = stage;
     const int next_stage = stage + 1 == Stages ? 0 : stage + 1;
@@ -625,13 +641,12 @@ __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
             prof[12] = clock64();
             prof[2] = global_timer_ns();
           }
-          if (issuer) issue(tile + Stages * grid, this_stage);
-          if constexpr (Shape::early_aggregate) {
-            if (warp != 0 && next_tile < whole_tiles) {
+          if (warp == 1) {
+            if (issuer) issue(tile + Stages * grid, this_stage);
+            if (next_tile < whole_tiles) {
               mbarrier_wait(&s_full[next_stage], next_parity);
-              const Acc next_total =
-                  helpers_reduce_tile<T, Shape::tile_rows, Helpers>(stage_data(next_stage), s_partial, p.op);
-              if (threadIdx.x == 32) {
+              const Acc next_total = warp_fold_tile<T, Shape::tile_rows>(stage_data(next_stage), p.op);
+              if (issuer) {
                 status.publish(next_tile, tile_aggregate, next_total);
                 s_early[(iteration + 1) & 1u] = next_total;
                 if (Shape::profile) p.profile[16 * next_tile + 8] = global_timer_ns();
@@ -652,162 +667,6 @@ __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
     stage = next_stage;
     parity = next_parity;
   }
-#else
-  __trap();  // the dispatch never launches this kernel on a device without bulk copies
-#endif
-}
-
-
-// ---------------------------------------------------------------------------------------------
-// Persistent plain scan with deferred outputs (sm_90, Shape::deferred).
-//
-// Same static tile order, stages and requirements as persistent_scan_kernel, but the look-back is
-// taken off the block's critical path: the block has Shape::warps scanning warps plus one look-back
-// warp. Iteration k of the scanning warps: wait for tile k's stage, scan it in registers, meet at
-// named barrier 1 (scanning warps only), refill the stage, publish tile k's aggregate and hand its
-// total to the look-back warp (mbarrier s_agg_ready), then write out tile k - 1, whose prefix the
-// look-back warp has had a whole iteration to resolve (mbarrier s_prefix_ready), its values kept in
-// registers meanwhile. Hand-over slots are double-buffered by iteration parity; each mbarrier of a
-// pair completes once every other iteration, so its wait parity is (k >> 1) & 1.
-//! Writes out tile t (iteration k of its block) once the look-back warp has resolved its prefix.
-template <class T, class Op, class Shape>
-__device__ __forceinline__ void deferred_write_out(const scan_kernel_params<T, Op>& p, const T* s_prefix,
-                                                   unsigned long long* s_prefix_ready, std::size_t t, unsigned k,
-                                                   std::size_t whole_tiles, const T (&prev)[Shape::rows][Shape::vec],
-                                                   bool has_warp_prefix, const T& warp_prefix) {
-  mbarrier_wait(&s_prefix_ready[k & 1u], (k >> 1) & 1u);
-  bool has_pre = t > 0;
-  T pre = has_pre ? s_prefix[k & 1u] : T{};
-  combine_optional(has_pre, pre, has_warp_prefix, warp_prefix, p.op);
-  T y[Shape::rows][Shape::vec];
-  tile_outputs<T, Op, scan_plain>(prev, 0u, has_pre, pre, p.exclusive, p.identity, p.op, y);
-  const std::size_t warp_base = t * std::size_t(Shape::tile_items) + std::size_t(threadIdx.x / 32) * Shape::warp_items;
-  store_rows<T, Shape::rows, Shape::vec, Shape::streaming>(p.out, p.n, warp_base, t < whole_tiles, true, y);
-}
-
-template <class T, class Op, class Shape>
-__global__ void __launch_bounds__(Shape::launch_threads, Shape::min_blocks)
-    persistent_deferred_scan_kernel(scan_kernel_params<T, Op> p) {
-#if CANOPY_HAS_BULK_COPY
-  using Acc = T;
-  constexpr int Rows = Shape::rows, Vec = Shape::vec, Warps = Shape::warps, Stages = Shape::stages;
-  using vec_t = vector_of<T, Vec>;
-  static_assert(Shape::deferred, "a persist_deferred shape");
-
-  extern __shared__ __align__(128) unsigned char s_stages[];  // Stages x tile_bytes
-  __shared__ unsigned long long s_full[Stages];
-  __shared__ unsigned long long s_agg_ready[2], s_prefix_ready[2];
-  __shared__ alignas(Acc) unsigned char s_warp_raw[2 * Warps * sizeof(Acc)];
-  __shared__ alignas(Acc) unsigned char s_total_raw[2 * sizeof(Acc)];
-  __shared__ alignas(Acc) unsigned char s_prefix_raw[2 * sizeof(Acc)];
-  Acc* s_warp = reinterpret_cast<Acc*>(s_warp_raw);  // [parity][warp]
-  Acc* s_total = reinterpret_cast<Acc*>(s_total_raw);
-  Acc* s_prefix = reinterpret_cast<Acc*>(s_prefix_raw);
-
-  const auto status = make_tile_status<Acc>(p.status, p.tiles);
-  const unsigned warp = threadIdx.x / 32, lane = lane_id();
-  const std::size_t grid = gridDim.x;
-  const std::size_t whole_tiles = p.n / Shape::tile_items;
-  const unsigned long long policy = Shape::evict_first_loads ? l2_evict_first_policy() : 0ull;
-  const auto stage_data = [&](int stage) { return s_stages + std::size_t(stage) * Shape::tile_bytes; };
-
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < Stages; ++s) mbarrier_init(&s_full[s], 1);
-    for (int s = 0; s < 2; ++s) {
-      mbarrier_init(&s_agg_ready[s], 1);
-      mbarrier_init(&s_prefix_ready[s], 1);
-    }
-  }
-  __syncthreads();  // the last block-wide barrier: the roles part here
-
-  if (warp == unsigned(Warps)) {  // the look-back warp
-    unsigned k = 0;
-    for (std::size_t tile = blockIdx.x; tile < p.tiles; tile += grid, ++k) {
-      mbarrier_wait(&s_agg_ready[k & 1u], (k >> 1) & 1u);
-      if (tile > 0) {
-        const Acc prefix = warp_look_back<Acc, Shape::lookback_per_lane, Shape::max_backoff_ns>(status, tile, p.op);
-        if (lane == 0) {
-          status.publish(tile, tile_inclusive, p.op(prefix, s_total[k & 1u]));
-          s_prefix[k & 1u] = prefix;
-        }
-      }
-      __syncwarp();
-      if (lane == 0) mbarrier_arrive(&s_prefix_ready[k & 1u]);
-    }
-    return;
-  }
-
-  const bool issuer = threadIdx.x == 0;
-  const auto issue = [&](std::size_t t, int stage) {
-    if (t >= whole_tiles) return;
-    unsigned char* dst = stage_data(stage);
-    const unsigned char* src = reinterpret_cast<const unsigned char*>(p.in + t * std::size_t(Shape::tile_items));
-    mbarrier_arrive_expect_bytes(&s_full[stage], unsigned(Shape::tile_bytes));
-#pragma unroll
-    for (int c = 0; c < Shape::copy_split; ++c)
-      bulk_copy_to_shared<Shape::evict_first_loads>(dst + c * Shape::copy_bytes, src + c * Shape::copy_bytes,
-                                                    unsigned(Shape::copy_bytes), &s_full[stage], policy);
-  };
-  if (issuer)
-    for (int s = 0; s < Stages; ++s) issue(blockIdx.x + s * grid, s);
-
-  // Tile k - 1, waiting for its prefix: its warp-local scan and this warp's prefix within the tile.
-  Acc prev[Rows][Vec];
-  Acc prev_warp_prefix{};
-  bool prev_has_warp_prefix = false;
-
-  int stage = 0;
-  unsigned parity = 0, k = 0;
-  for (std::size_t tile = blockIdx.x; tile < p.tiles; tile += grid, ++k) {
-    const std::size_t tile_base = tile * std::size_t(Shape::tile_items);
-    Acc acc[Rows][Vec];
-    if (tile < whole_tiles) {
-      mbarrier_wait(&s_full[stage], parity);
-      const vec_t* src =
-          reinterpret_cast<const vec_t*>(stage_data(stage)) + std::size_t(warp) * (Shape::warp_items / Vec) + lane;
-#pragma unroll
-      for (int r = 0; r < Rows; ++r) {
-        const vec_t v = src[r * 32];
-#pragma unroll
-        for (int j = 0; j < Vec; ++j) acc[r][j] = v.v[j];
-      }
-    } else {
-      load_rows<T, Rows, Vec>(p.in, p.n, tile_base + std::size_t(warp) * Shape::warp_items, false, true, acc,
-                              p.in[tile_base]);
-    }
-    const Acc warp_total = warp_scan_rows(acc, p.op);
-    Acc* totals = s_warp + (k & 1u) * Warps;
-    if (lane == 0) totals[warp] = warp_total;
-    asm volatile("bar.sync 1, %0;" ::"r"(Warps * 32) : "memory");
-    if (issuer) {
-      issue(tile + Stages * grid, stage);
-      Acc total = totals[0];
-#pragma unroll
-      for (int w = 1; w < Warps; ++w) total = p.op(total, totals[w]);
-      s_total[k & 1u] = total;
-      status.publish(tile, tile == 0 ? tile_inclusive : tile_aggregate, total);
-      mbarrier_arrive(&s_agg_ready[k & 1u]);
-    }
-    bool has_warp_prefix = false;
-    Acc warp_prefix{};
-    for (unsigned w = 0; w < warp; ++w) combine_optional(has_warp_prefix, warp_prefix, true, totals[w], p.op);
-    if (k > 0)
-      deferred_write_out<T, Op, Shape>(p, s_prefix, s_prefix_ready, tile - grid, k - 1, whole_tiles, prev,
-                                       prev_has_warp_prefix, prev_warp_prefix);
-#pragma unroll
-    for (int r = 0; r < Rows; ++r)
-#pragma unroll
-      for (int j = 0; j < Vec; ++j) prev[r][j] = acc[r][j];
-    prev_warp_prefix = warp_prefix;
-    prev_has_warp_prefix = has_warp_prefix;
-    if (++stage == Stages) {
-      stage = 0;
-      parity ^= 1u;
-    }
-  }
-  if (k > 0)
-    deferred_write_out<T, Op, Shape>(p, s_prefix, s_prefix_ready, blockIdx.x + std::size_t(k - 1) * grid, k - 1,
-                                     whole_tiles, prev, prev_has_warp_prefix, prev_warp_prefix);
 #else
   __trap();  // the dispatch never launches this kernel on a device without bulk copies
 #endif

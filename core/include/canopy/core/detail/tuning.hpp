@@ -75,21 +75,11 @@ using plain_scan_shape = std::conditional_t<(sizeof(T) <= 4), scan_shape<T, T, 1
 enum persistent_scan_option : unsigned {
   //! L2 evict-first policy on the bulk loads (stores always use evict-first).
   persist_evict_first_loads = 1u,
-  //! While warp 0 runs tile k's look-back, the other warps reduce the block's next tile (already in
-  //! its stage) and publish its aggregate, so that no tile's aggregate waits for its block to finish
-  //! the previous tile's look-back.
-  persist_early_aggregate = 2u,
-  //! Four bulk copies per tile instead of one.
-  persist_split_copies = 4u,
   //! Diagnostics only (canopy-scan-tuning): per-tile phase timestamps into scan_kernel_params::profile.
   persist_profile = 8u,
   //! Diagnostics only, WRONG RESULTS: no look-back (every tile's prefix is taken as zero); measures the
   //! pipeline without the cross-block dependency.
   persist_skip_lookback = 16u,
-  //! persistent_deferred_scan_kernel: one extra warp per block runs the look-backs, the other warps
-  //! publish each tile's aggregate as soon as it is scanned and write a tile out only one iteration
-  //! later (its values stay in registers), so no warp but the look-back warp waits on other blocks.
-  persist_deferred = 32u,
 };
 
 //! Persistent plain-scan shape (persistent_scan_kernel, sm_90): the tile is BlockThreads x Rows
@@ -107,13 +97,9 @@ struct persistent_scan_shape {
   static constexpr unsigned max_backoff_ns = 256;
   static constexpr bool streaming = true;
   static constexpr bool evict_first_loads = (Options & persist_evict_first_loads) != 0;
-  static constexpr bool early_aggregate = (Options & persist_early_aggregate) != 0;
   static constexpr bool profile = (Options & persist_profile) != 0;
   static constexpr bool skip_lookback = (Options & persist_skip_lookback) != 0;
-  static constexpr bool deferred = (Options & persist_deferred) != 0;
-  //! Threads that scan (the tile is theirs); the deferred kernel launches one more warp.
   static constexpr int block_threads = BlockThreads;
-  static constexpr int launch_threads = BlockThreads + (deferred ? 32 : 0);
   static constexpr int warps = BlockThreads / 32;
   static constexpr int min_blocks = MinBlocks;
   static constexpr int stages = Stages;
@@ -125,23 +111,24 @@ struct persistent_scan_shape {
   //! Rows of 32 x 16 bytes in a tile.
   static constexpr int tile_rows = block_threads * rows / 32;
   static constexpr std::size_t tile_bytes = std::size_t(tile_items) * sizeof(T);
-  static constexpr int copy_split = (Options & persist_split_copies) != 0 ? 4 : 1;
-  static constexpr std::size_t copy_bytes = tile_bytes / copy_split;
   static constexpr std::size_t shared_bytes = std::size_t(Stages) * tile_bytes;
-  static_assert(tile_bytes % (16 * copy_split) == 0, "bulk copies move multiples of 16 bytes");
   static_assert(tile_bytes < (1u << 20), "an mbarrier counts at most 2^20 - 1 bytes per phase");
 };
 
-//! Whether the persistent plain scan handles T (4- and 8-byte values: whole 16-byte rows).
+//! Whether the persistent plain scan handles T (4- and 8-byte values: whole 16-byte rows); it also
+//! needs an operator known to be commutative (is_commutative, scan_kernels.cuh).
 template <class T>
 constexpr bool persistent_scan_supports() {
   return sizeof(T) >= 4 && vector_elements<T>() > 1 && vector_elements<T>() * sizeof(T) == 16;
 }
 
-//! The persistent plain scan's default shape (H100, canopy-scan-tuning, docs/performance/scan.md):
-//! 512 threads x 4 rows (32 KB tiles), 3 stages, 2 blocks per SM = 192 KB of stages per SM.
+//! The persistent plain scan's default shape: 512 threads x 4 rows (32 KB tiles), 3 stages, 2 blocks
+//! per SM = 192 KB of stages per SM (64 KB of loads ahead of each block). H100, session 3
+//! (docs/performance/scan.md): 2^28 i32 inclusive 0.774 ms (CUB 0.895, copy 0.721), i64 exclusive
+//! 1.509 ms (CUB 1.585); 24 KB x 3 blocks and 64 KB x 1 block within 2%, wider look-back windows
+//! 3-10% slower.
 template <class T>
-using plain_persistent_shape = persistent_scan_shape<T, 512, 4, 3, 2, 1, persist_early_aggregate>;
+using plain_persistent_shape = persistent_scan_shape<T, 512, 4, 3, 2>;
 
 //! Select/partition tile: for values of up to 4 bytes 4 blocks per SM (63 registers, no spills;
 //! 2^28 u32 50%: 0.632 -> 0.572 ms, CUB 0.596, run 6); larger values keep default_scan_shape.
@@ -157,12 +144,13 @@ constexpr int reduce_block_threads = 128;
 constexpr int reduce_vectors_per_thread = 4;
 
 //! Streamed reduction (reduce_bulk_kernel: commutative operators, 16-byte aligned input, sm_90):
-//! 512 threads, chunks of 32 KB through 3 shared-memory stages, 2 blocks per SM (192 KB of stages
-//! per SM). H100, 2^26 / 2^28 i32 (canopy-scan-tuning, session 3): 0.0982 / 0.3512 ms against CUB's
-//! 0.0992 / 0.3555 and the register kernel's 0.1020 / 0.3640.
-constexpr int reduce_bulk_block_threads = 512;
+//! 256 threads, chunks of 32 KB through 6 shared-memory stages, one block per SM (192 KB of stages).
+//! H100, 2^26 / 2^28 i32 (canopy-scan-tuning, session 3, two runs): CUB/canopy 1.003 / 1.014 and
+//! 1.031 / 1.024 (512 threads x 3 stages x 2 blocks: 1.010 / 1.012 and 1.014 / 1.010; the register
+//! kernel 0.972 / 0.977 and 1.008 / 0.982).
+constexpr int reduce_bulk_block_threads = 256;
 constexpr int reduce_bulk_chunk_bytes = 32768;
-constexpr int reduce_bulk_stages = 3;
+constexpr int reduce_bulk_stages = 6;
 
 }  // namespace tuning
 }  // namespace detail
