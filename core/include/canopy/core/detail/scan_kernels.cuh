@@ -1,17 +1,19 @@
-// canopy/core/detail/scan_kernels.cuh — the single-pass scan kernel (one thread block per tile).
+// canopy/core/detail/scan_kernels.cuh — the single-pass scan kernels: one thread block per tile
+// (every scan mode), and the persistent plain scan (sm_90, section below).
 //
 // Data layout of a tile: each warp owns a contiguous run of 32 x ITEMS elements, cut into ROWS
 // rows of 32 x VEC elements; lane l holds the VEC consecutive elements l*VEC.. of every row.
 // Loads and stores of a full row are one 16-byte vector per lane (512 contiguous bytes per warp,
 // fully coalesced), so no shared-memory transpose is needed: each lane scans its VEC items in
 // registers, a shuffle scan across lanes gives the lane prefixes and the row totals, and the rows
-// are chained in registers. Per tile: one atomic for the tile id (dynamic ordering, so a tile only
-// waits on tiles that started before it), three barriers (tile id, warp totals, tile prefix), and one
-// warp-wide look-back.
-// Measured (docs/performance/scan.md): the per-tile latency (tile-id atomic, barriers, look-back
-// round trips) dominates, so large tiles win; a persistent, software-pipelined variant (next tile's
-// loads issued before the current look-back) was 1.5-2x slower because a claimed-but-unstarted
-// tile delays every later tile's look-back (a convoy), and was dropped.
+// are chained in registers. One block per tile: one atomic for the tile id (dynamic ordering, so a
+// tile only waits on tiles that started before it), three barriers (tile id, warp totals, tile
+// prefix), and one warp-wide look-back.
+// Measured (docs/performance/scan.md): for one block per tile the per-tile latency (tile-id atomic,
+// barriers, look-back round trips) dominates, so large tiles win. Persistent blocks lose to it
+// unless no tile's aggregate waits on its block's previous look-back (the convoy of session 1,
+// run 2, and of session 3, run 9); with early aggregates they reach the pipeline's own ceiling
+// (session 3, runs 10-11).
 #pragma once
 
 #include <canopy/core/detail/host_scan.hpp>

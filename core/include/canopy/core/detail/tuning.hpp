@@ -123,10 +123,10 @@ constexpr bool persistent_scan_supports() {
 }
 
 //! The persistent plain scan's default shape: 512 threads x 4 rows (32 KB tiles), 3 stages, 2 blocks
-//! per SM = 192 KB of stages per SM (64 KB of loads ahead of each block). H100, session 3
-//! (docs/performance/scan.md): 2^28 i32 inclusive 0.774 ms (CUB 0.895, copy 0.721), i64 exclusive
-//! 1.509 ms (CUB 1.585); 24 KB x 3 blocks and 64 KB x 1 block within 2%, wider look-back windows
-//! 3-10% slower.
+//! per SM = 192 KB of stages per SM (64 KB of loads ahead of each block). H100, session 3, run 11
+//! (docs/performance/scan.md): 2^28 i32 inclusive 0.765 ms (CUB 0.886, copy 0.720), i64 exclusive
+//! 1.488 ms (CUB 1.585); 24 KB x 3 blocks within 1.5%, 64 KB x 1 block 3% slower, wider look-back
+//! windows 3-10% slower (run 10), evict-first bulk loads within noise.
 template <class T>
 using plain_persistent_shape = persistent_scan_shape<T, 512, 4, 3, 2>;
 
@@ -145,9 +145,9 @@ constexpr int reduce_vectors_per_thread = 4;
 
 //! Streamed reduction (reduce_bulk_kernel: commutative operators, 16-byte aligned input, sm_90):
 //! 256 threads, chunks of 32 KB through 6 shared-memory stages, one block per SM (192 KB of stages).
-//! H100, 2^26 / 2^28 i32 (canopy-scan-tuning, session 3, two runs): CUB/canopy 1.003 / 1.014 and
-//! 1.031 / 1.024 (512 threads x 3 stages x 2 blocks: 1.010 / 1.012 and 1.014 / 1.010; the register
-//! kernel 0.972 / 0.977 and 1.008 / 0.982).
+//! H100, 2^26 / 2^28 i32 (canopy-scan-tuning, session 3, runs 9-11): CUB/canopy 1.003 / 1.014,
+//! 1.031 / 1.024, 0.998 / 1.009 (512 threads x 3 stages x 2 blocks: 1.010 / 1.012, 1.014 / 1.010,
+//! 1.006 / 0.994; the register kernel 0.972 / 0.977, 1.008 / 0.982, 0.983 / 0.963).
 constexpr int reduce_bulk_block_threads = 256;
 constexpr int reduce_bulk_chunk_bytes = 32768;
 constexpr int reduce_bulk_stages = 6;
