@@ -84,6 +84,92 @@ struct scan_case {
     report(Exclusive ? "scan_excl" : "scan_incl", label, lg, Shape::block_threads, Shape::items, ms,
            2.0 * n * sizeof(T), cub_ms, copy_ms, out.to_host() == ref);
   }
+
+  //! One launch of a persist_profile shape: per-tile phase times (thread 0 of each block), printed
+  //! as medians / 90th percentiles over the tiles after the first round. Cycles are SM clocks; ns
+  //! come from %globaltimer.
+  template <class Shape>
+  void profile_persistent(const char* label) {
+    static_assert(Shape::profile, "a persist_profile shape");
+    const std::size_t n = in.size();
+    const std::size_t tiles = (n + Shape::tile_items - 1) / Shape::tile_items;
+    canopy::buffer<unsigned long long> prof(ctx, 16 * tiles);
+    const T zero = 0;
+    for (int i = 0; i < 3; ++i) {
+      prof.fill_bytes(0);
+      canopy::detail::launch_persistent_scan<T, canopy::plus<T>, Shape>(ctx, in.data(), out.data(), n,
+                                                                        Exclusive ? &zero : nullptr,
+                                                                        canopy::plus<T>{}, 0, prof.data());
+    }
+    const std::vector<unsigned long long> h = prof.to_host();
+    // The grid, by the dispatch's rule (one wave, at most one block per tile).
+    const int per_sm = canopy::detail::persistent_scan_blocks_per_sm<T, canopy::plus<T>, Shape>(ctx);
+    const std::size_t grid = std::min<std::size_t>(tiles, std::size_t(per_sm) * ctx.device().multiprocessors);
+    std::vector<double> wait, scan, look, store, iter, polls, look_ns, lead_ns;
+    for (std::size_t t = grid; t < tiles; ++t) {
+      const unsigned long long* r = &h[16 * t];
+      wait.push_back(double(r[11] - r[10]));
+      scan.push_back(double(r[12] - r[11]));
+      look.push_back(double(r[13] - r[12]));
+      store.push_back(double(r[14] - r[13]));
+      iter.push_back(double(r[14] - r[10]));
+      polls.push_back(double(r[6]));
+      look_ns.push_back(double(r[1]) - double(r[2]));
+      if (r[8] != 0) lead_ns.push_back(double(r[2]) - double(r[8]));
+    }
+    const auto q = [](std::vector<double> v, double f) {
+      if (v.empty()) return 0.0;
+      std::sort(v.begin(), v.end());
+      return v[std::min(v.size() - 1, std::size_t(f * double(v.size())))];
+    };
+    // Rounds: period between the first iteration starts of consecutive rounds.
+    std::vector<double> period;
+    for (std::size_t k = 1; (k + 1) * grid <= tiles; ++k) {
+      unsigned long long a = ~0ull, b = ~0ull;
+      for (std::size_t j = 0; j < grid; ++j) {
+        a = std::min(a, h[16 * ((k - 1) * grid + j)]);
+        b = std::min(b, h[16 * (k * grid + j)]);
+      }
+      period.push_back(double(b - a));
+    }
+    std::printf("profile %-34s n=2^%d G=%zu tiles=%zu | cycles p50/p90: data+lds %.0f/%.0f scan+bar %.0f/%.0f "
+                "lookback+bar %.0f/%.0f stores %.0f/%.0f iter %.0f/%.0f | polls p50/p90/max %.0f/%.0f/%.0f | "
+                "lookback ns p50/p90 %.0f/%.0f | early-agg lead ns p50/p10 %.0f/%.0f | round period ns p50 %.0f\n",
+                label, lg, grid, tiles, q(wait, .5), q(wait, .9), q(scan, .5), q(scan, .9), q(look, .5), q(look, .9),
+                q(store, .5), q(store, .9), q(iter, .5), q(iter, .9), q(polls, .5), q(polls, .9), q(polls, 1.0),
+                q(look_ns, .5), q(look_ns, .9), q(lead_ns, .5), q(lead_ns, .1), q(period, .5));
+  }
+
+  //! The persistent kernel with an explicit shape; a refused launch (fallback) is reported as a failure.
+  //! `checked` false: a diagnostic shape whose output is wrong by design (timing only).
+  template <class Shape>
+  void run_persistent(const char* label, bool checked = true) {
+    const std::size_t n = in.size();
+    const T zero = 0;
+    out.fill_bytes(0);
+    bool launched = true;
+    const double ms = median_ms(ctx, [&] {
+      launched = launched && canopy::detail::launch_persistent_scan<T, canopy::plus<T>, Shape>(
+                                 ctx, in.data(), out.data(), n, Exclusive ? &zero : nullptr, canopy::plus<T>{});
+    });
+    if (!launched) std::printf("%s: persistent launch refused\n", label);
+    report(Exclusive ? "scan_excl" : "scan_incl", label, lg, Shape::block_threads, Shape::items, ms,
+           2.0 * n * sizeof(T), cub_ms, copy_ms, launched && (!checked || out.to_host() == ref));
+  }
+
+  //! The public entry point (whatever the dispatch picks).
+  void run_public(const char* label) {
+    const std::size_t n = in.size();
+    out.fill_bytes(0);
+    const double ms = median_ms(ctx, [&] {
+      if constexpr (Exclusive)
+        canopy::exclusive_scan<T>(ctx, canopy::span<const T>(in.view()), out.view(), T(0), canopy::plus<T>{});
+      else
+        canopy::inclusive_scan<T>(ctx, canopy::span<const T>(in.view()), out.view(), canopy::plus<T>{});
+    });
+    report(Exclusive ? "scan_excl" : "scan_incl", label, lg, 0, 0, ms, 2.0 * n * sizeof(T), cub_ms, copy_ms,
+           out.to_host() == ref);
+  }
 };
 
 template <class T, bool Exclusive>
@@ -121,35 +207,46 @@ std::vector<T> scan_input(std::size_t n, int shift, T offset) {
 }
 
 // Earlier sweeps (docs/performance/scan.md): wider look-back windows (64-256 descriptors per
-// round trip) and shorter back-off caps were slower; occupancy (resident warps) mattered most.
+// round trip) and shorter back-off caps were slower; occupancy (resident warps) mattered most for the
+// one-block-per-tile kernel. Session 3: the persistent kernel (persistent_scan_shape<T, threads, rows
+// of 16 bytes, stages, blocks per SM, look-back descriptors per lane, options>); "DIAG" rows are
+// diagnostics whose output is wrong by design and is not checked. Runs 9-10 of scan.md measured
+// more shapes, wider look-back windows, and two variants dropped since (aggregates published
+// only with the tile's own scan; a look-back warp with outputs deferred by one iteration).
 void sweep_scan_i32(canopy::context& ctx, int lg) {
   using T = std::int32_t;
+  using canopy::detail::tuning::persistent_scan_shape;
+  constexpr unsigned P = canopy::detail::tuning::persist_profile;
+  constexpr unsigned X = canopy::detail::tuning::persist_skip_lookback;
+  constexpr unsigned F = canopy::detail::tuning::persist_evict_first_loads;
   const std::size_t n = std::size_t(1) << lg;
   canopy::buffer<T> in(ctx, n), out(ctx, n);
   in.assign(scan_input<T>(n, 28, 7));
   auto c = make_scan_case<T, false>(ctx, lg, in, out);
-  c.run<canopy::detail::tuning::plain_scan_shape<T>>("default (plain_scan_shape)");
-  c.run<scan_shape<T, T, 128, 256, 1, true, true>>("128B x256 spec+stream (earlier default)");
-  c.run<scan_shape<T, T, 128, 512, 2, false, false>>("128B x512 mb2, no hints");
-  c.run<scan_shape<T, T, 128, 512, 2, true, false, 2>>("128B x512 mb2 stream, lookback 64");
-  c.run<scan_shape<T, T, 128, 512, 2, true, false, 1, 64>>("128B x512 mb2 stream, backoff cap 64");
-  c.run<scan_shape<T, T, 128, 512, 2, true, false, 1, 1024>>("128B x512 mb2 stream, backoff cap 1024");
-  c.run<scan_shape<T, T, 128, 512, 2, true, false>>("128B x512 mb2 stream");
+  c.run_public("public inclusive_scan (dispatch)");
+  c.run<canopy::detail::tuning::plain_scan_shape<T>>("block per tile 128B x1024 (old default)");
+  c.run_persistent<canopy::detail::tuning::plain_persistent_shape<T>>("persist 32KB x3 x2 (default)");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, X>>("DIAG persist 32KB x3 x2, NO look-back", false);
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F>>("persist 32KB x3 x2, evict-first loads");
+  c.run_persistent<persistent_scan_shape<T, 384, 4, 3, 3>>("persist 24KB x3 x3 blocks");
+  c.run_persistent<persistent_scan_shape<T, 512, 8, 3, 1>>("persist 64KB(512thr) x3 x1 block");
+  c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P>>("32KB x3 x2 (default)");
+  c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P | X>>("32KB x3 x2 NO look-back");
 }
 
 void sweep_scan_i64(canopy::context& ctx, int lg) {
   using T = std::int64_t;
+  using canopy::detail::tuning::persistent_scan_shape;
+  constexpr unsigned F = canopy::detail::tuning::persist_evict_first_loads;
   const std::size_t n = std::size_t(1) << lg;
   canopy::buffer<T> in(ctx, n), out(ctx, n);
   in.assign(scan_input<T>(n, 20, 77));
   auto c = make_scan_case<T, true>(ctx, lg, in, out);
-  c.run<canopy::detail::tuning::plain_scan_shape<T>>("default (plain_scan_shape)");
-  c.run<scan_shape<T, T, 128, 128, 1, true, false>>("128B x128 stream (earlier default)");
-  c.run<scan_shape<T, T, 128, 512, 2, true, false>>("128B x512 stream, minblocks 2");
-  c.run<scan_shape<T, T, 128, 256, 4, false, false>>("128B x256 mb4, no hints");
-  c.run<scan_shape<T, T, 128, 256, 4, true, false, 2>>("128B x256 mb4 stream, lookback 64");
-  c.run<scan_shape<T, T, 128, 256, 4, true, false, 1, 1024>>("128B x256 mb4 stream, backoff cap 1024");
-  c.run<scan_shape<T, T, 128, 1024, 1, true, false>>("128B x1024 stream");
+  c.run_public("public exclusive_scan (dispatch)");
+  c.run<canopy::detail::tuning::plain_scan_shape<T>>("block per tile 128B x256 mb4 (old default)");
+  c.run_persistent<canopy::detail::tuning::plain_persistent_shape<T>>("persist 32KB x3 x2 (default)");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F>>("persist 32KB x3 x2, evict-first loads");
+  c.run_persistent<persistent_scan_shape<T, 384, 4, 3, 3>>("persist 24KB x3 x3 blocks");
 }
 
 // ---- select -------------------------------------------------------------------------------------
@@ -204,8 +301,6 @@ void sweep_select(canopy::context& ctx, int lg) {
   };
   run(canopy::detail::tuning::select_shape<T>{}, "default (select_shape)");
   run(canopy::detail::tuning::default_scan_shape<T, unsigned>{}, "128B x256 (earlier default)");
-  run(scan_shape<T, unsigned, 64, 512, 4>{}, "64B x512 minblocks 4");
-  run(scan_shape<T, unsigned, 128, 256, 4, false, true>{}, "128B x256 minblocks 4, spec");
 }
 
 // ---- reduce -------------------------------------------------------------------------------------
@@ -240,11 +335,25 @@ void sweep_reduce(canopy::context& ctx, int lg) {
     canopy::reduce(ctx, canopy::span<const T>(in.view()), result.view(), T(0), canopy::plus<T>{});
   });
   using canopy::plus;
-  check("512 thr, 4 vectors in flight", [&] {
-    canopy::detail::cuda_reduce_shaped<T, plus<T>, 512, 4>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
+  using canopy::detail::cuda_reduce_shaped;
+  check("128 thr x4 (register kernel, old default)", [&] {
+    cuda_reduce_shaped<T, plus<T>, 128, 4>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
   });
-  check("256 thr, 4 vectors in flight", [&] {
-    canopy::detail::cuda_reduce_shaped<T, plus<T>, 256, 4>(ctx, in.data(), n, result.data(), T(0), plus<T>{});
+  const auto bulk = [&](const char* label, auto f) {
+    bool launched = true;
+    check(label, [&] { launched = launched && f(); });
+    if (!launched) {
+      std::printf("%s: bulk reduce refused\n", label);
+      g_failed = true;
+    }
+  };
+  bulk("bulk 512 thr, 32KB x3 stages (2/SM)", [&] {
+    return canopy::detail::cuda_reduce_bulk<T, plus<T>, 512, 32768, 3>(ctx, in.data(), n, result.data(), T(0),
+                                                                       plus<T>{});
+  });
+  bulk("bulk 1024 thr, 32KB x6 stages", [&] {
+    return canopy::detail::cuda_reduce_bulk<T, plus<T>, 1024, 32768, 6>(ctx, in.data(), n, result.data(), T(0),
+                                                                        plus<T>{});
   });
 }
 

@@ -5,6 +5,7 @@
 #include <canopy/core/reduce.hpp>
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
+#include <canopy/core/detail/reduce_dispatch.cuh>
 #include <cub/device/device_reduce.cuh>
 #endif
 
@@ -163,6 +164,34 @@ TEST(CudaReduce, At2Pow28MatchesHostAndCub) {
     canopy::reduce<std::int32_t>(ctx, in.view(), out.view(), 0, canopy::plus<std::int32_t>{});
     EXPECT_EQ(out.to_host()[0], want);
     EXPECT_EQ(ref.to_host()[0], want);
+  }
+}
+// The streamed bulk-copy reduction, called directly (so that a fallback cannot make the test pass):
+// sizes around its chunks, a ragged tail, capped grids that cycle through the stages many times;
+// max with a planted extreme at the very end checks that the tail is folded.
+TEST(CudaReduce, BulkKernelMatchesHost) {
+  std::string why;
+  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
+  canopy::context ctx(canopy::backend_request::cuda);
+  using canopy::plus;
+  for (std::size_t n : {std::size_t(1), std::size_t(4097), std::size_t(32768) * 4 + 3, std::size_t(999983)}) {
+    std::vector<std::int32_t> h(n);
+    std::mt19937 rng{std::uint32_t(n)};
+    for (auto& x : h) x = std::int32_t(rng() % 2001) - 1000;
+    h.back() = 5000;  // the maximum is the last element
+    canopy::buffer<std::int32_t> in(ctx, n), out(ctx, 1);
+    in.assign(h);
+    const std::int32_t want = std::accumulate(h.begin(), h.end(), 0);
+    const auto got = [&] { return out.to_host()[0]; };
+    for (std::size_t grid : {std::size_t(0), std::size_t(3)}) {  // 3 blocks: many trips around the stages
+      const bool bulk = canopy::detail::cuda_reduce_bulk<std::int32_t, plus<std::int32_t>, 256, 16384, 6>(
+          ctx, in.data(), n, out.data(), 0, plus<std::int32_t>{}, grid);
+      EXPECT_EQ(bulk, n >= 4 * 4096) << n;  // refused only below four chunks
+      if (bulk) EXPECT_EQ(got(), want) << "bulk n=" << n << " grid cap " << grid;
+    }
+    const bool bulk_max = canopy::detail::cuda_reduce_bulk<std::int32_t, canopy::maximum<std::int32_t>, 256, 16384, 6>(
+        ctx, in.data(), n, out.data(), std::numeric_limits<std::int32_t>::lowest(), canopy::maximum<std::int32_t>{});
+    if (bulk_max) EXPECT_EQ(got(), 5000) << "bulk max n=" << n;
   }
 }
 #endif

@@ -5,6 +5,10 @@
 
 #include <canopy/core/scan.hpp>
 
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+#include <canopy/core/detail/scan_dispatch.cuh>
+#endif
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -408,6 +412,150 @@ TEST(CudaScan, SegmentedLargeMatchesHost) {
                        ref_segmented(in, {}, 3840, false, std::numeric_limits<std::int64_t>::lowest(),
                                      canopy::maximum<std::int64_t>{}),
                        "regular max i64");
+}
+
+// The persistent plain scan (scan_dispatch.cuh): sizes around its tile (8192 4-byte / 4096 8-byte
+// items by default), around whole rounds of the grid (one tile per block) and past several trips
+// around the shared-memory stages, so that refills, the partial last tile and the static tile order
+// are all exercised; in place and out of place; the kernel is called directly (so that a silent
+// fallback to the other kernel cannot make the test pass) and through the public entry point.
+template <class T, class Op, class Shape = canopy::detail::tuning::plain_persistent_shape<T>>
+void check_persistent_scan(canopy::context& ctx, std::size_t n, bool exclusive, bool in_place, T identity, Op op,
+                           std::uint32_t seed, std::size_t max_grid = 0) {
+  std::vector<T> in(n);
+  std::mt19937_64 rng(seed + n);
+  for (auto& x : in) x = T(std::int64_t(rng() % 2001) - 1000);
+  canopy::buffer<T> bin(ctx, n), bout(ctx, n);
+  bin.assign(in);
+  bout.fill_bytes(0x5a);  // poison: every element must be written
+  T* out = in_place ? bin.data() : bout.data();
+  const bool launched = canopy::detail::launch_persistent_scan<T, Op, Shape>(ctx, bin.data(), out, n,
+                                                                     exclusive ? &identity : nullptr, op, max_grid);
+  ASSERT_TRUE(launched) << "the persistent kernel refused an aligned plain scan of n=" << n;
+  const auto want = ref_segmented(in, {}, 0, exclusive, identity, op);
+  const std::string what = std::string(exclusive ? "exclusive" : "inclusive") + (in_place ? " in place" : "") +
+                           " tile " + std::to_string(Shape::tile_items) +
+                           " sizeof(T)=" + std::to_string(sizeof(T)) + " n=" + std::to_string(n) +
+                           " grid cap " + std::to_string(max_grid);
+  expect_equal_vectors(in_place ? bin.to_host() : bout.to_host(), want, what);
+}
+
+TEST(CudaScan, PersistentKernelLargeSizesAndTypes) {
+  std::string why;
+  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
+  canopy::context ctx(canopy::backend_request::cuda);
+  const int sms = std::max(ctx.device().multiprocessors, 1);
+  using S32 = canopy::detail::tuning::plain_persistent_shape<std::int32_t>;
+  using S64 = canopy::detail::tuning::plain_persistent_shape<std::int64_t>;
+  // One round = every resident block takes one tile (an upper bound of 4 blocks per SM is enough to
+  // pass several rounds and stage cycles).
+  const std::size_t round32 = std::size_t(sms) * 4 * S32::tile_items, round64 = std::size_t(sms) * 4 * S64::tile_items;
+  for (std::size_t n : {std::size_t(1), std::size_t(5), std::size_t(S32::tile_items) - 1, std::size_t(S32::tile_items),
+                        std::size_t(S32::tile_items) + 1, round32 - 3, round32 * S32::stages * 2 + 4099})
+    for (bool exclusive : {false, true}) {
+      check_persistent_scan<std::int32_t>(ctx, n, exclusive, false, 0, canopy::plus<std::int32_t>{}, 21);
+      check_persistent_scan<float>(ctx, n, exclusive, exclusive, -1e30f, canopy::maximum<float>{}, 22);
+    }
+  for (std::size_t n : {std::size_t(3), std::size_t(S64::tile_items) + 1, round64 + 17, round64 * S64::stages * 2 + 1})
+    for (bool exclusive : {false, true}) {
+      check_persistent_scan<std::int64_t>(ctx, n, exclusive, !exclusive, 0, canopy::plus<std::int64_t>{}, 23);
+      check_persistent_scan<std::uint64_t>(ctx, n, exclusive, false, std::numeric_limits<std::uint64_t>::max(),
+                                           canopy::minimum<std::uint64_t>{}, 24);
+    }
+  // Public entry point, aligned, in place, a size with a partial last tile.
+  const std::size_t n = round32 * 3 + 12345;
+  std::vector<std::int32_t> in(n);
+  std::mt19937 rng(25);
+  for (auto& x : in) x = std::int32_t(rng() % 2001) - 1000;
+  canopy::buffer<std::int32_t> b(ctx, n);
+  b.assign(in);
+  canopy::inclusive_scan<std::int32_t>(ctx, b.view(), b.view(), canopy::plus<std::int32_t>{});
+  std::inclusive_scan(in.begin(), in.end(), in.begin());
+  expect_equal_vectors(b.to_host(), in, "public inclusive in place");
+}
+
+// Small sizes on capped grids (1-3 blocks): each block cycles through its stages many times; fast
+// enough for the sanitizers.
+TEST(CudaScan, PersistentKernelSmallGrids) {
+  std::string why;
+  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
+  canopy::context ctx(canopy::backend_request::cuda);
+  using S32 = canopy::detail::tuning::plain_persistent_shape<std::int32_t>;
+  using S64 = canopy::detail::tuning::plain_persistent_shape<std::int64_t>;
+  for (std::size_t grid : {std::size_t(1), std::size_t(2), std::size_t(3)})
+    for (bool exclusive : {false, true}) {
+      for (std::size_t n : {std::size_t(S32::tile_items) * 7 + 1, std::size_t(S32::tile_items) * 9})
+        check_persistent_scan<std::int32_t>(ctx, n, exclusive, exclusive, 0, canopy::plus<std::int32_t>{}, 26, grid);
+      for (std::size_t n : {std::size_t(S64::tile_items) * 8 - 1, std::size_t(S64::tile_items) * 6})
+        check_persistent_scan<std::int64_t>(ctx, n, exclusive, !exclusive, 0, canopy::plus<std::int64_t>{}, 27, grid);
+    }
+}
+
+// The other persistent shapes canopy-scan-tuning measures (evict-first loads, 64 KB tiles with one
+// block per SM, 24 KB tiles with three), on capped grids.
+TEST(CudaScan, PersistentKernelShapes) {
+  std::string why;
+  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
+  canopy::context ctx(canopy::backend_request::cuda);
+  namespace tn = canopy::detail::tuning;
+  using EvictFirst = tn::persistent_scan_shape<std::int32_t, 512, 4, 3, 2, 1, tn::persist_evict_first_loads>;
+  using Big = tn::persistent_scan_shape<std::int32_t, 512, 8, 3, 1>;
+  using Three = tn::persistent_scan_shape<std::int64_t, 384, 4, 3, 3>;
+  using Plus32 = canopy::plus<std::int32_t>;
+  using Plus64 = canopy::plus<std::int64_t>;
+  for (std::size_t grid : {std::size_t(1), std::size_t(2), std::size_t(5)})
+    for (bool exclusive : {false, true}) {
+      for (std::size_t n : {std::size_t(Big::tile_items) * 13 + 7, std::size_t(Big::tile_items) * 4, std::size_t(100)}) {
+        check_persistent_scan<std::int32_t, Plus32, EvictFirst>(ctx, n, exclusive, exclusive, 0, Plus32{}, 28, grid);
+        check_persistent_scan<std::int32_t, Plus32, Big>(ctx, n, exclusive, !exclusive, 0, Plus32{}, 29, grid);
+      }
+      check_persistent_scan<std::int64_t, Plus64, Three>(ctx, std::size_t(Three::tile_items) * 11 + 1, exclusive,
+                                                         false, 0, Plus64{}, 30, grid);
+    }
+}
+
+// Operators not known to be commutative go to the one-block-per-tile kernel (the persistent kernel
+// folds tile totals in any order): composition of affine maps x -> a x + b on 8-byte values, which
+// is associative and not commutative, over sizes of many tiles; inclusive and exclusive.
+struct affine {
+  std::uint32_t a, b;
+  bool operator==(const affine& o) const { return a == o.a && b == o.b; }
+};
+struct affine_then {  // first x, then y
+  CANOPY_HD affine operator()(const affine& x, const affine& y) const { return {y.a * x.a, y.a * x.b + y.b}; }
+};
+std::ostream& operator<<(std::ostream& os, const affine& f) { return os << "(" << f.a << ", " << f.b << ")"; }
+
+TEST(CudaScan, NonCommutativeEightByteValues) {
+  std::string why;
+  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
+  canopy::context ctx(canopy::backend_request::cuda);
+  static_assert(!canopy::detail::is_commutative<affine_then>::value, "must take the fallback");
+  for (std::size_t n : {std::size_t(3), std::size_t(70001), std::size_t(1) << 21}) {
+    std::vector<affine> in(n);
+    std::mt19937 rng(35);
+    for (auto& f : in) f = {std::uint32_t(rng() % 5 + 1), std::uint32_t(rng() % 7)};
+    canopy::buffer<affine> bin(ctx, n), bout(ctx, n);
+    bin.assign(in);
+    canopy::inclusive_scan<affine>(ctx, bin.view(), bout.view(), affine_then{});
+    expect_equal_vectors(bout.to_host(), ref_segmented(in, {}, 0, false, affine{1, 0}, affine_then{}),
+                         "affine inclusive n=" + std::to_string(n));
+    canopy::exclusive_scan<affine>(ctx, bin.view(), bout.view(), affine{1, 0}, affine_then{});
+    expect_equal_vectors(bout.to_host(), ref_segmented(in, {}, 0, true, affine{1, 0}, affine_then{}),
+                         "affine exclusive n=" + std::to_string(n));
+  }
+}
+
+// Misaligned pointers: the persistent kernel steps aside and the one-block-per-tile kernel runs.
+TEST(CudaScan, PersistentKernelRefusesMisalignedPointers) {
+  std::string why;
+  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
+  canopy::context ctx(canopy::backend_request::cuda);
+  canopy::buffer<std::int32_t> b(ctx, 100);
+  EXPECT_FALSE((canopy::detail::launch_persistent_scan<std::int32_t, canopy::plus<std::int32_t>>(
+      ctx, b.data() + 1, b.data() + 1, 50, nullptr, canopy::plus<std::int32_t>{})));
+  EXPECT_FALSE((canopy::detail::launch_persistent_scan<std::int32_t, canopy::plus<std::int32_t>>(
+      ctx, b.data(), b.data() + 50, 49, nullptr, canopy::plus<std::int32_t>{})));
 }
 
 #endif

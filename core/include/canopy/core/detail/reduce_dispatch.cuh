@@ -1,6 +1,8 @@
 // canopy/core/detail/reduce_dispatch.cuh — CUDA reduce dispatch: a grid sized to the machine folds
-// the input into one partial per block; the same kernel with one block folds the partials into the
-// result. Small inputs take the one-block launch directly. Asynchronous on ctx.stream().
+// the input into one partial per block (the streamed bulk-copy kernel for commutative operators on
+// aligned inputs of at least four chunks on sm_90, else the register kernel); the register kernel
+// with one block folds the partials into the result. Small inputs take the one-block launch
+// directly. Asynchronous on ctx.stream().
 #pragma once
 
 #include <canopy/core/buffer.hpp>
@@ -11,6 +13,7 @@
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
 
 #include <algorithm>
+#include <cstdint>
 
 namespace canopy {
 namespace detail {
@@ -28,8 +31,8 @@ void launch_reduce(context& ctx, const T* in, std::size_t n, T* out, std::size_t
   CANOPY_CUDA_CHECK_LAUNCH("canopy::reduce_kernel");
 }
 
-//! The reduction with an explicit block size and rows in flight per thread (bench/tuning sweeps
-//! these; cuda_reduce uses the tuning.hpp defaults).
+//! The register-kernel reduction with an explicit block size and rows in flight per thread
+//! (bench/tuning sweeps these; cuda_reduce falls back to it with the tuning.hpp defaults).
 template <class T, class Op, int Block, int Unroll>
 void cuda_reduce_shaped(context& ctx, const T* in, std::size_t n, T* result, T identity, Op op) {
   constexpr std::size_t block_items = std::size_t(Block) * Unroll * tuning::vector_elements<T>();
@@ -46,8 +49,62 @@ void cuda_reduce_shaped(context& ctx, const T* in, std::size_t n, T* result, T i
   launch_reduce<T, Op, Block, Unroll>(ctx, static_cast<const T*>(partial.data()), blocks, result, 1, identity, op);
 }
 
+//! Resident blocks per SM of reduce_bulk_kernel on the context's device, 0 where it cannot run.
+template <class T, class Op, int Block, int ChunkBytes, int Stages>
+int reduce_bulk_blocks_per_sm(const context& ctx) {
+  static thread_local int cached_device = -2;
+  static thread_local int per_sm = 0;
+  const int device = ctx.device().ordinal;
+  if (cached_device == device) return per_sm;
+  per_sm = 0;
+  const auto kernel = reduce_bulk_kernel<T, Op, Block, ChunkBytes, Stages>;
+  constexpr std::size_t shared = std::size_t(ChunkBytes) * Stages;
+  cudaFuncAttributes attributes{};
+  int shared_optin = 0;
+  if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
+    (void)cudaGetLastError();
+  } else {
+    CANOPY_CUDA_CHECK(cudaDeviceGetAttribute(&shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    if (attributes.ptxVersion >= 90 && ctx.device().compute_capability_major >= 9 &&
+        shared + attributes.sharedSizeBytes <= std::size_t(shared_optin)) {
+      CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+      CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Block, shared));
+    }
+  }
+  cached_device = device;
+  return per_sm;
+}
+
+//! Reduction through reduce_bulk_kernel (commutative operators, 16-byte aligned input, sm_90), one
+//! wave of blocks (at most `max_grid` when not 0: tests); false (nothing launched) where it does not apply.
+template <class T, class Op, int Block, int ChunkBytes, int Stages>
+bool cuda_reduce_bulk(context& ctx, const T* in, std::size_t n, T* result, T identity, Op op,
+                      std::size_t max_grid = 0) {
+  if constexpr (!is_commutative<Op>::value || tuning::vector_elements<T>() * sizeof(T) != 16) {
+    return false;
+  } else {
+    constexpr std::size_t chunk_items = ChunkBytes / sizeof(T);
+    if ((reinterpret_cast<std::uintptr_t>(in) & 15u) != 0 || n < 4 * chunk_items) return false;
+    const int per_sm = reduce_bulk_blocks_per_sm<T, Op, Block, ChunkBytes, Stages>(ctx);
+    if (per_sm <= 0) return false;
+    std::size_t blocks =
+        std::min<std::size_t>(std::size_t(per_sm) * std::max(ctx.device().multiprocessors, 1), n / chunk_items);
+    if (max_grid != 0) blocks = std::min(blocks, max_grid);
+    buffer<T> partial(ctx, blocks);
+    reduce_kernel_params<T, Op> p{in, n, 0, partial.data(), identity, op};
+    reduce_bulk_kernel<T, Op, Block, ChunkBytes, Stages>
+        <<<static_cast<unsigned>(blocks), Block, std::size_t(ChunkBytes) * Stages, ctx.stream()>>>(p);
+    CANOPY_CUDA_CHECK_LAUNCH("canopy::reduce_bulk_kernel");
+    launch_reduce<T, Op>(ctx, static_cast<const T*>(partial.data()), blocks, result, 1, identity, op);
+    return true;
+  }
+}
+
 template <class T, class Op>
 void cuda_reduce(context& ctx, const T* in, std::size_t n, T* result, T identity, Op op) {
+  if (cuda_reduce_bulk<T, Op, tuning::reduce_bulk_block_threads, tuning::reduce_bulk_chunk_bytes,
+                       tuning::reduce_bulk_stages>(ctx, in, n, result, identity, op))
+    return;
   cuda_reduce_shaped<T, Op, tuning::reduce_block_threads, tuning::reduce_vectors_per_thread>(ctx, in, n, result,
                                                                                             identity, op);
 }

@@ -8,42 +8,19 @@
 // any is folded to keep UNROLL x 16 bytes in flight per thread. `identity` pads missing elements,
 // so it must be an identity of op. For operators known to be commutative (is_commutative) each lane
 // folds its own values across rows and the warp combines lanes once at the end.
+//
+// reduce_bulk_kernel (sm_90, commutative operators, 16-byte aligned input) streams chunks of the
+// input into shared-memory stages with the copy engine (bulk copies completing on mbarriers), so
+// the bytes in flight per SM are bounded by shared memory rather than registers.
 #pragma once
 
-#include <canopy/core/functional.hpp>
 #include <canopy/core/detail/scan_kernels.cuh>
 #include <canopy/core/detail/tuning.hpp>
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
 
-#include <type_traits>
-
 namespace canopy {
 namespace detail {
-
-//! Folds lanes in lane order; the result is valid in lane 0.
-template <class T, class Op>
-__device__ __forceinline__ T warp_reduce_ordered(T v, const Op& op) {
-#pragma unroll
-  for (unsigned d = 1; d < 32; d <<= 1) {
-    const T other = shfl_down(v, d);
-    if (lane_id() + d < 32) v = op(v, other);
-  }
-  return v;
-}
-
-//! Operators known to be commutative on T: their reduction may fold each lane's values across rows
-//! before the warp combines lanes (one shuffle tree per warp instead of one per row).
-template <class Op>
-struct is_commutative : std::false_type {};
-template <class T>
-struct is_commutative<plus<T>> : std::is_arithmetic<T> {};
-template <class T>
-struct is_commutative<maximum<T>> : std::is_arithmetic<T> {};
-template <class T>
-struct is_commutative<minimum<T>> : std::is_arithmetic<T> {};
-template <class T>
-struct is_commutative<multiplies<T>> : std::is_arithmetic<T> {};
 
 template <class T, class Op>
 struct reduce_kernel_params {
@@ -119,6 +96,79 @@ __global__ void __launch_bounds__(BlockThreads) reduce_kernel(reduce_kernel_para
     for (int w = 1; w < Warps; ++w) block_total = p.op(block_total, s_warp[w]);
     p.out[blockIdx.x] = block_total;
   }
+}
+
+//! Streamed reduction of a commutative operator (sm_90). Block b folds the chunks b, b + G, ... (G =
+//! gridDim.x) of CHUNK_BYTES each, which the copy engine brings into STAGES shared-memory stages
+//! STAGES chunks ahead; each thread folds its 16-byte vectors of a stage, a barrier frees the stage,
+//! and lane 0 of warp 0 refills it. Elements past the last whole chunk are folded with ordinary
+//! loads, spread over all blocks. One partial per block in p.out. Requires a 16-byte aligned input.
+template <class T, class Op, int BlockThreads, int ChunkBytes, int Stages>
+__global__ void __launch_bounds__(BlockThreads) reduce_bulk_kernel(reduce_kernel_params<T, Op> p) {
+#if CANOPY_HAS_BULK_COPY
+  constexpr int Vec = tuning::vector_elements<T>(), Warps = BlockThreads / 32;
+  constexpr int chunk_items = ChunkBytes / int(sizeof(T));
+  constexpr int vectors_per_thread = ChunkBytes / 16 / BlockThreads;
+  static_assert(ChunkBytes % (16 * BlockThreads) == 0, "whole vectors per thread");
+  static_assert(is_commutative<Op>::value, "commutative operators only");
+  using vec_t = vector_of<T, Vec>;
+  extern __shared__ __align__(128) unsigned char s_stages[];  // Stages x ChunkBytes
+  __shared__ unsigned long long s_full[Stages];
+  __shared__ alignas(T) unsigned char s_warp_raw[Warps * sizeof(T)];
+  T* s_warp = reinterpret_cast<T*>(s_warp_raw);
+
+  const std::size_t grid = gridDim.x;
+  const std::size_t chunks = p.n / chunk_items;  // whole chunks
+  const bool issuer = threadIdx.x == 0;
+  const auto issue = [&](std::size_t c, int stage) {
+    if (c >= chunks) return;
+    mbarrier_arrive_expect_bytes(&s_full[stage], unsigned(ChunkBytes));
+    bulk_copy_to_shared<false>(s_stages + std::size_t(stage) * ChunkBytes, p.in + c * std::size_t(chunk_items),
+                               unsigned(ChunkBytes), &s_full[stage], 0ull);
+  };
+  if (issuer) {
+    for (int s = 0; s < Stages; ++s) mbarrier_init(&s_full[s], 1);
+    for (int s = 0; s < Stages; ++s) issue(blockIdx.x + s * grid, s);
+  }
+  __syncthreads();
+
+  T lane_total = p.identity;
+  int stage = 0;
+  unsigned parity = 0;
+  for (std::size_t c = blockIdx.x; c < chunks; c += grid) {
+    mbarrier_wait(&s_full[stage], parity);
+    const vec_t* src = reinterpret_cast<const vec_t*>(s_stages + std::size_t(stage) * ChunkBytes) + threadIdx.x;
+    vec_t v[vectors_per_thread];
+#pragma unroll
+    for (int k = 0; k < vectors_per_thread; ++k) v[k] = src[k * BlockThreads];
+    __syncthreads();  // every thread has read the stage
+    if (issuer) issue(c + Stages * grid, stage);
+#pragma unroll
+    for (int k = 0; k < vectors_per_thread; ++k)
+#pragma unroll
+      for (int j = 0; j < Vec; ++j) lane_total = p.op(lane_total, v[k].v[j]);
+    if (++stage == Stages) {
+      stage = 0;
+      parity ^= 1u;
+    }
+  }
+  for (std::size_t i = chunks * chunk_items + std::size_t(blockIdx.x) * BlockThreads + threadIdx.x; i < p.n;
+       i += grid * BlockThreads)
+    lane_total = p.op(lane_total, p.in[i]);
+
+  const T total = warp_reduce_ordered(lane_total, p.op);
+  const unsigned lane = lane_id(), warp = threadIdx.x / 32;
+  if (lane == 0) s_warp[warp] = total;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    T block_total = s_warp[0];
+#pragma unroll
+    for (int w = 1; w < Warps; ++w) block_total = p.op(block_total, s_warp[w]);
+    p.out[blockIdx.x] = block_total;
+  }
+#else
+  __trap();  // the dispatch never launches this kernel on a device without bulk copies
+#endif
 }
 
 }  // namespace detail

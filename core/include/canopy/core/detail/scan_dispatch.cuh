@@ -1,8 +1,13 @@
-// canopy/core/detail/scan_dispatch.cuh — CUDA scan dispatch: picks the tile shape for the value and
-// accumulator types (tuning.hpp), takes the tile descriptors from the context's resource, zeroes
-// them and launches one block per tile (ids taken in order from the counter). Asynchronous on
-// ctx.stream(). Temporary memory: 8 bytes per tile for 4-byte accumulators, 16 for 8-byte ones,
-// 4 + 2 x sizeof(Acc) rounded up to words otherwise, plus 256 bytes.
+// canopy/core/detail/scan_dispatch.cuh — CUDA scan dispatch: picks the kernel and tile shape for the
+// value and accumulator types (tuning.hpp), takes the tile descriptors from the context's resource,
+// zeroes them and launches either
+//   - the persistent plain scan (plain scans of 4- and 8-byte values under operators known to be
+//     commutative, 16-byte aligned in/out, sm_90 devices): one wave of blocks, tiles assigned
+//     statically, cooperative launch; or
+//   - one block per tile (ids taken in order from the counter): every other case, and the
+//     fallback whenever the persistent kernel cannot run or its grid cannot be co-resident.
+// Asynchronous on ctx.stream(). Temporary memory: 8 bytes per tile for 4-byte accumulators, 16 for
+// 8-byte ones, 4 + 2 x sizeof(Acc) rounded up to words otherwise, plus 256 bytes.
 #pragma once
 
 #include <canopy/core/buffer.hpp>
@@ -14,6 +19,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 
 namespace canopy {
 namespace detail {
@@ -60,6 +66,78 @@ void launch_single_pass_scan(context& ctx, const T* in, T* out, std::size_t n, c
   CANOPY_CUDA_CHECK_LAUNCH("canopy::single_pass_scan_kernel");
 }
 
+//! Resident blocks per SM of the persistent scan kernel for Shape on the context's device, or 0 when
+//! it cannot run there (no sm_90 code in this build, no cooperative launch, too little shared
+//! memory). Raises the kernel's dynamic shared-memory limit once per device. Cached per kernel.
+template <class T, class Op, class Shape>
+int persistent_scan_blocks_per_sm(const context& ctx) {
+  static thread_local int cached_device = -2;
+  static thread_local int per_sm = 0;
+  const int device = ctx.device().ordinal;
+  if (cached_device == device) return per_sm;
+  per_sm = 0;
+  const auto kernel = persistent_scan_kernel<T, Op, Shape>;
+  cudaFuncAttributes attributes{};
+  int cooperative = 0, shared_optin = 0;
+  if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
+    (void)cudaGetLastError();  // no code for this device: use the fallback
+  } else {
+    CANOPY_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+    CANOPY_CUDA_CHECK(cudaDeviceGetAttribute(&shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    const bool fits = Shape::shared_bytes + attributes.sharedSizeBytes <= std::size_t(shared_optin);
+    if (cooperative && attributes.ptxVersion >= 90 && ctx.device().compute_capability_major >= 9 && fits) {
+      CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             int(Shape::shared_bytes)));
+      CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Shape::block_threads,
+                                                                      Shape::shared_bytes));
+    }
+  }
+  cached_device = device;
+  return per_sm;
+}
+
+//! Plain scan through persistent_scan_kernel (scan_kernels.cuh). Returns false, having launched
+//! nothing that writes `out`, when that kernel cannot take this call: misaligned pointers, no
+//! sm_90 code or device, or a grid the runtime cannot make co-resident (the cooperative launch is
+//! refused, e.g. while other work holds part of the GPU). The caller then runs the one-block-per-tile
+//! kernel. `max_grid` (0: none) caps the grid below one wave, for tests that need many tiles per
+//! block at small sizes; `profile` receives 16 words per tile from shapes with persist_profile.
+template <class T, class Op, class Shape = tuning::plain_persistent_shape<T>>
+bool launch_persistent_scan(context& ctx, const T* in, T* out, std::size_t n, const T* identity, Op op,
+                            std::size_t max_grid = 0, unsigned long long* profile = nullptr) {
+  static_assert(tuning::persistent_scan_supports<T>(), "4- or 8-byte values");
+  static_assert(is_commutative<Op>::value, "operators known to be commutative");
+  if (n == 0 || ((reinterpret_cast<std::uintptr_t>(in) | reinterpret_cast<std::uintptr_t>(out)) & 15u) != 0)
+    return false;
+  const int per_sm = persistent_scan_blocks_per_sm<T, Op, Shape>(ctx);
+  if (per_sm <= 0) return false;
+  const std::size_t tiles = (n + Shape::tile_items - 1) / Shape::tile_items;
+  require(tiles <= std::size_t(INT_MAX), "canopy scan", "in", "too many elements for one launch");
+  std::size_t grid = std::min(tiles, std::size_t(per_sm) * std::size_t(std::max(ctx.device().multiprocessors, 1)));
+  if (max_grid != 0) grid = std::min(grid, max_grid);
+  single_pass_scratch scratch(ctx, tile_status_bytes<T>(tiles));
+  scan_kernel_params<T, Op> p{in, out, n, nullptr, 0, identity ? *identity : T{}, identity != nullptr,
+                              scratch.status, tiles, scratch.counter, op, profile};
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(grid));
+  config.blockDim = dim3(Shape::block_threads);
+  config.dynamicSmemBytes = Shape::shared_bytes;
+  config.stream = ctx.stream();
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeCooperative;  // all blocks resident at once, or refused
+  attribute[0].val.cooperative = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  const cudaError_t launched = cudaLaunchKernelEx(&config, persistent_scan_kernel<T, Op, Shape>, p);
+  if (launched == cudaErrorCooperativeLaunchTooLarge) {
+    (void)cudaGetLastError();  // not sticky: clear it and let the caller fall back
+    return false;
+  }
+  CANOPY_CUDA_CHECK(launched);
+  CANOPY_CUDA_CHECK_LAUNCH("canopy::persistent_scan_kernel");
+  return true;
+}
+
 template <class T, class Op>
 void cuda_scan(context& ctx, const T* in, T* out, std::size_t n, const std::uint8_t* head_flags,
                std::size_t segment_length, const T* identity, Op op) {
@@ -68,9 +146,13 @@ void cuda_scan(context& ctx, const T* in, T* out, std::size_t n, const std::uint
     launch_single_pass_scan<T, Op, scan_flagged>(ctx, in, out, n, head_flags, 0, identity, op);
   else if (segment_length != 0 && segment_length < n)
     launch_single_pass_scan<T, Op, scan_regular>(ctx, in, out, n, nullptr, segment_length, identity, op);
-  else  // no segments, or one regular segment covering everything
+  else {  // no segments, or one regular segment covering everything
+    if constexpr (tuning::persistent_scan_supports<T>() && is_commutative<Op>::value) {
+      if (launch_persistent_scan<T, Op>(ctx, in, out, n, identity, op)) return;
+    }
     launch_single_pass_scan<T, Op, scan_plain, tuning::plain_scan_shape<T>>(ctx, in, out, n, nullptr, 0, identity,
                                                                              op);
+  }
 }
 
 }  // namespace detail

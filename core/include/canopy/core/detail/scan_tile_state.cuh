@@ -214,8 +214,9 @@ __device__ __forceinline__ tile_status<Acc> make_tile_status(void* storage, std:
 //! Why PerLane > 1: the distance back to the nearest inclusive prefix grows with the number of tiles
 //! in flight (hundreds on a large GPU); each window costs an L2 round trip, and a longer look-back
 //! keeps more tiles in flight, which lengthens the distance again. Wider windows break that loop.
+//! `polls` (diagnostics, may be null) counts the window reads.
 template <class Acc, int PerLane = 1, unsigned MaxBackoff = 256, class Op, class Status>
-__device__ Acc warp_look_back(const Status& status, std::size_t tile, const Op& op) {
+__device__ Acc warp_look_back(const Status& status, std::size_t tile, const Op& op, unsigned* polls = nullptr) {
   static_assert(PerLane >= 1 && PerLane <= 8, "1..8 descriptors per lane");
   const unsigned lane = lane_id();
   Acc prefix{};
@@ -228,6 +229,7 @@ __device__ Acc warp_look_back(const Status& status, std::size_t tile, const Op& 
     unsigned inclusive_mask, limit_mask;
     while (true) {
       unsigned s[PerLane];
+      if (polls != nullptr) ++*polls;
 #pragma unroll
       for (int k = 0; k < PerLane; ++k) {
         const long long idx = pred - static_cast<long long>(lane) * PerLane - k;

@@ -71,6 +71,65 @@ template <class T>
 using plain_scan_shape = std::conditional_t<(sizeof(T) <= 4), scan_shape<T, T, 128, 1024, 1, true, false>,
                                             scan_shape<T, T, 128, 256, 4, true, false>>;
 
+//! Options of persistent_scan_shape (bit mask).
+enum persistent_scan_option : unsigned {
+  //! L2 evict-first policy on the bulk loads (stores always use evict-first).
+  persist_evict_first_loads = 1u,
+  //! Diagnostics only (canopy-scan-tuning): per-tile phase timestamps into scan_kernel_params::profile.
+  persist_profile = 8u,
+  //! Diagnostics only, WRONG RESULTS: no look-back (every tile's prefix is taken as zero); measures the
+  //! pipeline without the cross-block dependency.
+  persist_skip_lookback = 16u,
+};
+
+//! Persistent plain-scan shape (persistent_scan_kernel, sm_90): the tile is BlockThreads x Rows
+//! 16-byte vectors, staged through Stages shared-memory buffers that the copy engine fills Stages
+//! tiles ahead. Byte budget per SM: MinBlocks x Stages x tile_bytes of shared memory (228 KB on
+//! H100/H200, 227 KB at most per block). LookBackPerLane: descriptors per lane and look-back step
+//! (32 x this per L2 round trip). Options: persistent_scan_option bits.
+template <class T, int BlockThreads, int Rows, int Stages, int MinBlocks, int LookBackPerLane = 1,
+          unsigned Options = 0>
+struct persistent_scan_shape {
+  static_assert(vector_elements<T>() > 1 && vector_elements<T>() * sizeof(T) == 16, "whole 16-byte rows");
+  static_assert(BlockThreads % 32 == 0 && BlockThreads >= 64, "whole warps, at least two (warp 1 issues copies)");
+  static_assert(Stages >= 2, "the next tile must have a stage of its own");
+  static constexpr int lookback_per_lane = LookBackPerLane;
+  static constexpr unsigned max_backoff_ns = 256;
+  static constexpr bool streaming = true;
+  static constexpr bool evict_first_loads = (Options & persist_evict_first_loads) != 0;
+  static constexpr bool profile = (Options & persist_profile) != 0;
+  static constexpr bool skip_lookback = (Options & persist_skip_lookback) != 0;
+  static constexpr int block_threads = BlockThreads;
+  static constexpr int warps = BlockThreads / 32;
+  static constexpr int min_blocks = MinBlocks;
+  static constexpr int stages = Stages;
+  static constexpr int vec = vector_elements<T>();
+  static constexpr int rows = Rows;
+  static constexpr int items = rows * vec;
+  static constexpr int warp_items = 32 * items;
+  static constexpr int tile_items = block_threads * items;
+  //! Rows of 32 x 16 bytes in a tile.
+  static constexpr int tile_rows = block_threads * rows / 32;
+  static constexpr std::size_t tile_bytes = std::size_t(tile_items) * sizeof(T);
+  static constexpr std::size_t shared_bytes = std::size_t(Stages) * tile_bytes;
+  static_assert(tile_bytes < (1u << 20), "an mbarrier counts at most 2^20 - 1 bytes per phase");
+};
+
+//! Whether the persistent plain scan handles T (4- and 8-byte values: whole 16-byte rows); it also
+//! needs an operator known to be commutative (is_commutative, scan_kernels.cuh).
+template <class T>
+constexpr bool persistent_scan_supports() {
+  return sizeof(T) >= 4 && vector_elements<T>() > 1 && vector_elements<T>() * sizeof(T) == 16;
+}
+
+//! The persistent plain scan's default shape: 512 threads x 4 rows (32 KB tiles), 3 stages, 2 blocks
+//! per SM = 192 KB of stages per SM (64 KB of loads ahead of each block). H100, session 3, run 11
+//! (docs/performance/scan.md): 2^28 i32 inclusive 0.765 ms (CUB 0.886, copy 0.720), i64 exclusive
+//! 1.488 ms (CUB 1.585); 24 KB x 3 blocks within 1.5%, 64 KB x 1 block 3% slower, wider look-back
+//! windows 3-10% slower (run 10), evict-first bulk loads within noise.
+template <class T>
+using plain_persistent_shape = persistent_scan_shape<T, 512, 4, 3, 2>;
+
 //! Select/partition tile: for values of up to 4 bytes 4 blocks per SM (63 registers, no spills;
 //! 2^28 u32 50%: 0.632 -> 0.572 ms, CUB 0.596, run 6); larger values keep default_scan_shape.
 template <class T>
@@ -83,6 +142,15 @@ using select_shape = std::conditional_t<(sizeof(T) <= 4), scan_shape<T, unsigned
 //! threads and an L2::256B prefetch hint on the loads were not faster (docs/performance/scan.md).
 constexpr int reduce_block_threads = 128;
 constexpr int reduce_vectors_per_thread = 4;
+
+//! Streamed reduction (reduce_bulk_kernel: commutative operators, 16-byte aligned input, sm_90):
+//! 256 threads, chunks of 32 KB through 6 shared-memory stages, one block per SM (192 KB of stages).
+//! H100, 2^26 / 2^28 i32 (canopy-scan-tuning, session 3, runs 9-11): CUB/canopy 1.003 / 1.014,
+//! 1.031 / 1.024, 0.998 / 1.009 (512 threads x 3 stages x 2 blocks: 1.010 / 1.012, 1.014 / 1.010,
+//! 1.006 / 0.994; the register kernel 0.972 / 0.977, 1.008 / 0.982, 0.983 / 0.963).
+constexpr int reduce_bulk_block_threads = 256;
+constexpr int reduce_bulk_chunk_bytes = 32768;
+constexpr int reduce_bulk_stages = 6;
 
 }  // namespace tuning
 }  // namespace detail
