@@ -289,7 +289,8 @@ TEST_P(RadixSortTest, BitWindowsInsideTheKey) {
 }
 
 TEST_P(RadixSortTest, DoubleBufferedEndsWhereItSays) {
-  for (auto [b, e] : {std::pair{0, 32}, {0, 24}, {4, 12}, {0, 0}}) {
+  for (const auto& window : {std::pair{0, 32}, {0, 24}, {4, 12}, {0, 0}}) {
+    const int b = window.first, e = window.second;  // named copies: the comparator below captures them
     const std::size_t n = 30001;
     auto keys = make_keys<std::uint32_t>(n, dist::uniform, 11);
     std::vector<std::uint32_t> values(n);
