@@ -63,7 +63,8 @@ namespace canopy {
 //! Stability: stable API. Complexity: O(n log n) comparisons; on CUDA ceil(log2(n / tile)) merge
 //! passes over the data after one tile-sort pass (tile = 11776 items for 4-byte keys, 2816 for
 //! 8-byte key + value).
-//! Temporary memory from ctx.resource(): n keys (+ n values for pairs) and a few bytes per tile.
+//! Temporary memory from ctx.resource(): n keys (+ n values for pairs), a sample index of every
+//! 256th key for the split searches (CUDA: about n/256 keys) and a few bytes per tile.
 //! Asynchronous on the CUDA backend (no synchronisation); blocking on the host backend.
 //! Throws invalid_argument for a null span of non-zero size or a span in the wrong memory space.
 template <class Key, class Comp>
