@@ -9,10 +9,17 @@
 //   - the last merge pass in isolation: the partition kernel with 2/4/8-way searches and through
 //     sample indexes of steps 128/256/512 (all checked against the binary search's splits), the merge
 //     kernel variants, the same pass with the merge left out (load pieces, store tile: data
-//     movement and barriers only, output not meaningful) and a device-to-device copy.
-// CUDA only.
+//     movement and barriers only, output not meaningful) and a device-to-device copy (--last-pass);
+//   - the tile sort alone: merge_block_sort_kernel shapes and code paths (merge_tile_code bits,
+//     register bounds) with their registers, local memory and resident blocks per SM, each output
+//     checked (every tile sorted, the hash sum of the keys unchanged);
+//   - --profile-once: one launch of the tile sorts worth profiling and of CUB's sort (for ncu);
+//   - --bank-model (host only, no GPU): the tile sort's shared-memory instructions and bank
+//     wavefronts per key, replayed lane by lane on random keys.
+// CUDA only (except --bank-model).
 //
-//   canopy-merge-tuning [--sizes 24,26,28] [--runs 15] [--no-breakdown]
+//   canopy-merge-tuning [--sizes 24,26,28] [--runs 15] [--no-breakdown] [--no-tiles] [--no-full]
+//                       [--last-pass] [--profile-once] [--bank-model]
 #include <canopy/core/buffer.hpp>
 #include <canopy/core/context.hpp>
 #include <canopy/core/merge_sort.hpp>
@@ -24,6 +31,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -584,6 +592,154 @@ void sweep(canopy::context& ctx, int lg, const sweep_options& o) {
   if (o.last_pass) last_pass(ctx, c);
 }
 
+//! Wavefronts of one warp-wide 4-byte shared-memory access by the given word addresses (one per
+//! active lane): the largest number of distinct words that fall into one of the 32 banks (lanes
+//! reading the same word share it).
+int bank_wavefronts(std::vector<int> a) {
+  if (a.empty()) return 0;
+  std::sort(a.begin(), a.end());
+  a.erase(std::unique(a.begin(), a.end()), a.end());
+  int per_bank[32] = {};
+  int most = 0;
+  for (int x : a) most = std::max(most, ++per_bank[x & 31]);
+  return most;
+}
+
+//! Host model of the shared-memory traffic of one tile sort (block_sort_full's rounds on random u32
+//! keys; no GPU needed): every warp-wide load and store of the round stores, the merge-path searches
+//! and the serial merges, replayed lane by lane with the kernel's addresses, counted as instructions
+//! and as bank wavefronts (an access whose lanes hit one bank k times costs k wavefronts; the shared
+//! pipe of an SM serves one wavefront per clock). Clamped: serial_merge_clamped (one load per output
+//! step for all lanes) instead of serial_merge (the lanes that took from A and those that took from
+//! B load in two predicated instructions). The blocked stores (stride I, odd) and the tile's load and
+//! store (1 wavefront per instruction) are conflict-free by construction; the model checks the
+//! former.
+void bank_model(int threads, int items, bool clamped, int tiles) {
+  const int T = threads, I = items, n = T * I, warps = T / 32;
+  std::mt19937 rng(12345u + unsigned(T * 100 + I));
+  double st_wf = 0, st_in = 0, search_wf = 0, search_in = 0, merge_wf = 0, merge_in = 0;
+  int rounds = 0, block_rounds = 0;
+  for (int tile = 0; tile < tiles; ++tile) {
+    std::vector<K> k(n), sm(n);
+    for (auto& x : k) x = K(rng());
+    for (int t = 0; t < T; ++t) std::stable_sort(k.begin() + t * I, k.begin() + (t + 1) * I);
+    rounds = block_rounds = 0;
+    for (int group = 2; group <= T; group *= 2) {
+      ++rounds;
+      block_rounds += group > 32;
+      const int width = group / 2 * I;
+      sm = k;
+      for (int w = 0; w < warps; ++w) {
+        for (int i = 0; i < I; ++i) {
+          std::vector<int> a;
+          for (int l = 0; l < 32; ++l) a.push_back((w * 32 + l) * I + i);
+          st_wf += bank_wavefronts(a);
+          st_in += 1;
+        }
+        // Merge path: lane l's probe addresses per step (two loads per step).
+        std::vector<std::vector<std::pair<int, int>>> probes(32);
+        std::vector<int> split(32);
+        for (int l = 0; l < 32; ++l) {
+          const int t = w * 32 + l, ps = (t & ~(group - 1)) * I, diag = (t & (group - 1)) * I;
+          int lo = std::max(0, diag - width), hi = std::min(diag, width);
+          while (lo < hi) {
+            const int mid = (lo + hi) >> 1;
+            const int pa = ps + mid, pb = ps + width + diag - 1 - mid;
+            probes[l].push_back({pa, pb});
+            if (user_less_u32{}(sm[pb], sm[pa])) hi = mid;
+            else lo = mid + 1;
+          }
+          split[l] = lo;
+        }
+        std::size_t steps = 0;
+        for (auto& p : probes) steps = std::max(steps, p.size());
+        for (std::size_t j = 0; j < steps; ++j) {
+          std::vector<int> a, b;
+          for (int l = 0; l < 32; ++l)
+            if (j < probes[l].size()) {
+              a.push_back(probes[l][j].first);
+              b.push_back(probes[l][j].second);
+            }
+          search_wf += bank_wavefronts(a) + bank_wavefronts(b);
+          search_in += 2;
+        }
+        // Serial merge of I outputs per lane.
+        int ai[32], bi[32], ae[32], be[32];
+        K ka[32], kb[32];
+        std::vector<int> a0, b0;
+        for (int l = 0; l < 32; ++l) {
+          const int t = w * 32 + l, ps = (t & ~(group - 1)) * I, diag = (t & (group - 1)) * I;
+          ae[l] = ps + width;
+          be[l] = ps + 2 * width;
+          ai[l] = ps + split[l];
+          bi[l] = ae[l] + diag - split[l];
+          const int pa = clamped ? std::min(ai[l], be[l] - 1) : (ai[l] < ae[l] ? ai[l] : be[l] - 1);
+          const int pb = std::min(bi[l], be[l] - 1);
+          ka[l] = sm[pa];
+          kb[l] = sm[pb];
+          a0.push_back(pa);
+          b0.push_back(pb);
+        }
+        merge_wf += bank_wavefronts(a0) + bank_wavefronts(b0);
+        merge_in += 2;
+        for (int i = 0; i < I; ++i) {
+          std::vector<int> one, from_a, from_b;
+          for (int l = 0; l < 32; ++l) {
+            const int t = w * 32 + l;
+            const bool take_b = bi[l] < be[l] && (ai[l] >= ae[l] || user_less_u32{}(kb[l], ka[l]));
+            k[t * I + i] = take_b ? kb[l] : ka[l];
+            if (take_b) ++bi[l];
+            else ++ai[l];
+            if (i + 1 == I) continue;  // the last step's load is dead
+            if (clamped) {
+              const int p = std::min(take_b ? bi[l] : ai[l], be[l] - 1);
+              one.push_back(p);
+              (take_b ? kb[l] : ka[l]) = sm[p];
+            } else if (take_b && bi[l] < be[l]) {
+              from_b.push_back(bi[l]);
+              kb[l] = sm[bi[l]];
+            } else if (!take_b && ai[l] < ae[l]) {
+              from_a.push_back(ai[l]);
+              ka[l] = sm[ai[l]];
+            }
+          }
+          if (i + 1 == I) continue;
+          if (clamped) {
+            merge_wf += bank_wavefronts(one);
+            merge_in += 1;
+          } else {
+            merge_wf += bank_wavefronts(from_a) + bank_wavefronts(from_b);
+            merge_in += 2;
+          }
+        }
+      }
+    }
+    for (int t = 0; t + 1 < n; ++t)
+      if (user_less_u32{}(k[t + 1], k[t])) {
+        std::printf("bank model %dx%d: tile not sorted (model error)\n", T, I);
+        g_failed = true;
+        return;
+      }
+  }
+  const double keys = double(n) * tiles;
+  // Per key: wavefronts (the shared pipe's clocks per SM) and shared-memory warp instructions.
+  const double wf = (st_wf + search_wf + merge_wf) / keys * 32, in = (st_in + search_in + merge_in) / keys * 32;
+  std::printf("bank model %3dx%-2d %-9s %d rounds (%d block-wide): per 32 keys: wavefronts %.1f (stores %.1f, "
+              "searches %.1f, merges %.1f), shared instructions %.1f (stores %.1f, searches %.1f, merges %.1f); "
+              "wavefronts per instruction: searches %.2f, merges %.2f\n",
+              T, I, clamped ? "clamped" : "two-load", rounds, block_rounds, wf, st_wf / keys * 32,
+              search_wf / keys * 32, merge_wf / keys * 32, in, st_in / keys * 32, search_in / keys * 32,
+              merge_in / keys * 32, search_wf / search_in, merge_wf / merge_in);
+}
+
+void bank_models() {
+  const int shapes[][2] = {{512, 23}, {256, 23}, {256, 17}, {512, 15}, {512, 17}, {512, 19}, {512, 21}, {128, 23}};
+  for (auto& sh : shapes) {
+    bank_model(sh[0], sh[1], false, 8);
+    bank_model(sh[0], sh[1], true, 8);
+  }
+}
+
 std::vector<int> parse_sizes(const char* s) {
   std::vector<int> v;
   for (const char* p = s; *p;) {
@@ -608,9 +764,13 @@ int main(int argc, char** argv) {
     else if (a == "--no-full") o.full = false;
     else if (a == "--last-pass") o.last_pass = true;
     else if (a == "--profile-once") o.profile = true;
+    else if (a == "--bank-model") {
+      bank_models();
+      return g_failed ? 1 : 0;
+    }
     else {
       std::fprintf(stderr, "usage: canopy-merge-tuning [--sizes 24,26,28] [--runs 15] [--no-breakdown] [--no-tiles] "
-                           "[--no-full] [--last-pass] [--profile-once]\n");
+                           "[--no-full] [--last-pass] [--profile-once] [--bank-model]\n");
       return 2;
     }
   }

@@ -9,6 +9,8 @@
 //      swaps adjacent items that are strictly out of order, so it is stable);
 //   3. log2(G) rounds merge neighbouring runs in shared memory: each thread finds where its I
 //      outputs start by merge path (binary search on the cross diagonal) and merges serially.
+// block_sort_full runs the same steps on a full tile without count guards, with the options of
+// merge_tile_code (per-warp load/store, named barriers per pair of runs, clamped serial merge).
 // Device-wide merge passes (merge_pass_kernel, with splits from merge_partition_kernel) use the same
 // merge-path split between tiles.
 // Compiled only by nvcc (included from merge_dispatch.cuh / segsort_dispatch.cuh).
