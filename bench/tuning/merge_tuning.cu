@@ -9,10 +9,17 @@
 //   - the last merge pass in isolation: the partition kernel with 2/4/8-way searches and through
 //     sample indexes of steps 128/256/512 (all checked against the binary search's splits), the merge
 //     kernel variants, the same pass with the merge left out (load pieces, store tile: data
-//     movement and barriers only, output not meaningful) and a device-to-device copy.
-// CUDA only.
+//     movement and barriers only, output not meaningful) and a device-to-device copy (--last-pass);
+//   - the tile sort alone: merge_block_sort_kernel shapes and code paths (merge_tile_code bits,
+//     register bounds) with their registers, local memory and resident blocks per SM, each output
+//     checked (every tile sorted, the hash sum of the keys unchanged);
+//   - --profile-once: one launch of the tile sorts worth profiling and of CUB's sort (for ncu);
+//   - --bank-model (host only, no GPU): the tile sort's shared-memory instructions and bank
+//     wavefronts per key, replayed lane by lane on random keys.
+// CUDA only (except --bank-model).
 //
-//   canopy-merge-tuning [--sizes 24,26,28] [--runs 15] [--no-breakdown]
+//   canopy-merge-tuning [--sizes 24,26,28] [--runs 15] [--no-breakdown] [--no-tiles] [--no-full]
+//                       [--last-pass] [--profile-once] [--bank-model]
 #include <canopy/core/buffer.hpp>
 #include <canopy/core/context.hpp>
 #include <canopy/core/merge_sort.hpp>
@@ -24,6 +31,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -310,6 +318,128 @@ __global__ void __launch_bounds__(Threads) pass_without_merge(const K* in, K* ou
   }
 }
 
+//! Order-independent hash of a key (the tile-sort check compares the sum over a tile sort's output
+//! with the sum over its input: a lost or duplicated key changes it).
+__device__ __forceinline__ unsigned long long key_hash(K k) {
+  std::uint64_t z = std::uint64_t(k) * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+  z = (z ^ (z >> 29)) * 0xbf58476d1ce4e5b9ull;
+  return z ^ (z >> 32);
+}
+
+//! sums[0] += key_hash of every key; sums[1] += adjacent pairs inside one tile that are out of order.
+__global__ void tile_check(const K* k, std::size_t n, std::size_t tile, unsigned long long* sums) {
+  unsigned long long h = 0, bad = 0;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    h += key_hash(k[i]);
+    if ((i + 1) % tile != 0 && i + 1 < n && user_less_u32{}(k[i + 1], k[i])) ++bad;
+  }
+  atomicAdd(&sums[0], h);
+  if (bad) atomicAdd(&sums[1], bad);
+}
+
+//! The tile sort alone: merge_block_sort_kernel variants on the case's input (n keys, the last tile
+//! partial unless n is a multiple of the tile), each checked (every tile sorted, the keys' hash sum
+//! unchanged), with its registers, local memory and resident blocks per SM.
+struct tile_sweep {
+  sort_case& c;
+  canopy::buffer<K> out;
+  canopy::buffer<K> samples;
+  canopy::buffer<unsigned long long> sums;
+  unsigned long long input_hash = 0;
+
+  explicit tile_sweep(sort_case& cs)
+      : c(cs), out(cs.ctx, cs.n), samples(cs.ctx, (cs.n >> 8) + 1), sums(cs.ctx, 2) {
+    sums.fill_bytes(0);
+    tile_check<<<1024, 256, 0, c.ctx.stream()>>>(c.pristine.data(), c.n, c.n, sums.data());
+    CANOPY_CUDA_CHECK(cudaGetLastError());
+    input_hash = sums.to_host()[0];
+  }
+
+  template <int Threads, int Items, int MinBlocks, int Code>
+  double run(const char* label) {
+    auto kernel = canopy::detail::merge_block_sort_kernel<K, merge_no_value, false, Threads, Items, 8, MinBlocks, Code,
+                                                          user_less_u32>;
+    cudaFuncAttributes attr;
+    CANOPY_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+    int blocks = 0;
+    CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, Threads, 0));
+    constexpr std::size_t tile = std::size_t(Threads) * Items;
+    const unsigned grid = unsigned((c.n + tile - 1) / tile);
+    cudaStream_t s = c.ctx.stream();
+    const double ms = median_ms(c.ctx, [] {}, [&] {
+      kernel<<<grid, Threads, 0, s>>>(c.pristine.data(), nullptr, out.data(), nullptr, c.n, samples.data(),
+                                      user_less_u32{});
+    });
+    CANOPY_CUDA_CHECK(cudaGetLastError());
+    sums.fill_bytes(0);
+    tile_check<<<1024, 256, 0, s>>>(out.data(), c.n, tile, sums.data());
+    CANOPY_CUDA_CHECK(cudaGetLastError());
+    const auto h = sums.to_host();
+    const bool ok = h[0] == input_hash && h[1] == 0;
+    if (!ok) g_failed = true;
+    std::printf("tile sort n=2^%d %3dx%-2d code %2d minblocks %d %-34s %3d regs %3zu B local %d blocks/SM (%2d warps): "
+                "%7.4f ms %.3f ns/key  %s\n",
+                c.lg, Threads, Items, Code, MinBlocks, label, attr.numRegs, std::size_t(attr.localSizeBytes), blocks,
+                blocks * Threads / 32, ms, ms * 1e6 / double(c.n), ok ? "ok" : "WRONG (unsorted tile or keys lost)");
+    return ms;
+  }
+};
+
+//! Tile-sort variants: the shape's cost (CUB's 256 x 17, 256 x 23, 512 x I) apart from the code's
+//! (merge_tile_code bits: 1 full-tile path, 2 warp load/store, 4 group barriers, 8 clamped merge) and
+//! the register bound (minblocks).
+void tile_variants(sort_case& c) {
+  tile_sweep t(c);
+  constexpr int F = canopy::detail::tile_code_full, W = canopy::detail::tile_code_warp_io,
+                G = canopy::detail::tile_code_group_barriers, M = canopy::detail::tile_code_clamped_merge;
+  t.run<512, 23, 0, 0>("shipped (general path)");
+  t.run<256, 17, 0, 0>("CUB's shape, general path");
+  t.run<256, 23, 0, 0>("general path");
+  t.run<512, 23, 0, F>("full");
+  t.run<512, 23, 0, F | W>("full, warp io");
+  t.run<512, 23, 0, F | G>("full, group barriers");
+  t.run<512, 23, 0, F | W | G>("full, warp io, group barriers");
+  t.run<512, 23, 0, F | W | M>("full, warp io, clamped merge");
+  t.run<512, 23, 0, F | W | G | M>("all");
+  t.run<512, 23, 3, F | W>("full, warp io");
+  t.run<512, 23, 3, F | W | G>("full, warp io, group barriers");
+  t.run<512, 23, 3, F | W | M>("full, warp io, clamped merge");
+  t.run<512, 23, 3, F | W | G | M>("all");
+  t.run<512, 23, 3, 0>("general path");
+  t.run<256, 17, 0, F | W | G>("CUB's shape, full, warp io, group");
+  t.run<256, 17, 0, F | W | G | M>("CUB's shape, all");
+  t.run<256, 23, 0, F | W | G>("full, warp io, group barriers");
+  t.run<256, 23, 5, F | W | G>("full, warp io, group barriers");
+  t.run<256, 23, 6, F | W | G>("full, warp io, group barriers");
+  t.run<512, 15, 0, F | W | G>("full, warp io, group barriers");
+  t.run<512, 17, 0, F | W | G>("full, warp io, group barriers");
+  t.run<512, 19, 0, F | W | G>("full, warp io, group barriers");
+  t.run<512, 21, 0, F | W | G>("full, warp io, group barriers");
+  t.run<512, 23, 0, F | W | G>("full, warp io, group barriers (again)");
+  t.run<512, 23, 0, 0>("shipped (again)");
+}
+
+//! One launch of each tile sort worth profiling and of CUB's sort (for ncu --kernel-name).
+void profile_once(sort_case& c, void* temp, std::size_t bytes) {
+  constexpr int F = canopy::detail::tile_code_full, W = canopy::detail::tile_code_warp_io,
+                G = canopy::detail::tile_code_group_barriers;
+  canopy::buffer<K> out(c.ctx, c.n), samples(c.ctx, (c.n >> 8) + 1);
+  cudaStream_t s = c.ctx.stream();
+  const auto launch = [&](auto kernel, int threads, int items) {
+    const unsigned grid = unsigned((c.n + threads * items - 1) / (threads * items));
+    kernel<<<grid, threads, 0, s>>>(c.pristine.data(), nullptr, out.data(), nullptr, c.n, samples.data(),
+                                    user_less_u32{});
+    CANOPY_CUDA_CHECK(cudaGetLastError());
+  };
+  using canopy::detail::merge_block_sort_kernel;
+  launch(merge_block_sort_kernel<K, merge_no_value, false, 512, 23, 8, 0, 0, user_less_u32>, 512, 23);
+  launch(merge_block_sort_kernel<K, merge_no_value, false, 512, 23, 8, 3, F | W | G, user_less_u32>, 512, 23);
+  launch(merge_block_sort_kernel<K, merge_no_value, false, 256, 17, 8, 0, 0, user_less_u32>, 256, 17);
+  c.restore();
+  CANOPY_CUDA_CHECK(cub::DeviceMergeSort::SortKeys(temp, bytes, c.keys.data(), std::int64_t(c.n), user_less_u32{}, s));
+  CANOPY_CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
 //! The last merge pass alone, on its real input (two sorted runs of the pass's width).
 void last_pass(canopy::context& ctx, sort_case& c) {
   constexpr int sort_tile = 512 * 23, threads = 256, items = 23, tile = threads * items;
@@ -395,7 +525,15 @@ void last_pass(canopy::context& ctx, sort_case& c) {
               bad ? "MISMATCH" : "ok", m_ws, m_ws5, m_ws6, m_6, nm, nm_ws);
 }
 
-void sweep(canopy::context& ctx, int lg, bool with_breakdown) {
+struct sweep_options {
+  bool breakdown = true;
+  bool last_pass = false;
+  bool tiles = true;
+  bool full = true;
+  bool profile = false;
+};
+
+void sweep(canopy::context& ctx, int lg, const sweep_options& o) {
   const std::size_t n = std::size_t(1) << lg;
   canopy::buffer<K> pristine(ctx, n), keys(ctx, n), ref(ctx, n);
   fill_keys<<<1024, 256, 0, ctx.stream()>>>(pristine.data(), n, 0x5eed0000ull + lg);
@@ -404,6 +542,11 @@ void sweep(canopy::context& ctx, int lg, bool with_breakdown) {
   CANOPY_CUDA_CHECK(cub::DeviceMergeSort::SortKeys(nullptr, bytes, ref.data(), std::int64_t(n), user_less_u32{},
                                                    ctx.stream()));
   canopy::buffer<unsigned char> temp(ctx, bytes);
+  if (o.profile) {
+    sort_case c{ctx, lg, n, pristine, keys, ref, 0.0, 0.0};
+    profile_once(c, temp.data(), bytes);
+    return;
+  }
   const auto restore_ref = [&] {
     CANOPY_CUDA_CHECK(cudaMemcpyAsync(ref.data(), pristine.data(), n * sizeof(K), cudaMemcpyDeviceToDevice, ctx.stream()));
   };
@@ -417,29 +560,184 @@ void sweep(canopy::context& ctx, int lg, bool with_breakdown) {
   std::printf("n=2^%d: CUB SortKeys %.4f ms (%.2f Gkeys/s); copy of n keys %.4f ms (%.1f GB/s read+write)\n", lg,
               cub_ms, n / (cub_ms * 1e6), copy_ms, 2.0 * n * sizeof(K) / (copy_ms * 1e6));
   sort_case c{ctx, lg, n, pristine, keys, ref, cub_ms, copy_ms};
+  if (o.tiles) tile_variants(c);
 
   using shipped = canopy::detail::merge_sort_tuning<K, merge_no_value, false>::shape;
-  // The default before runs 6-7 (block store, no register bound: 48 registers). Runs 6 and 7 used
-  // an explicit minimum of 1 block here, which compiles to 56 registers (4 blocks per SM).
-  using earlier = merge_shape<512, 256, 23, 2, false, 0, 27, 0>;
-  c.run<shipped>("default (merge_sort_tuning)");
-  c.run<earlier>("earlier default: binary split, block store");
-  c.run<merge_shape<512, 256, 23, 2, true, 5, 27, 0>>("warp store, minblocks 5, PDL < 2^27");
-  c.run<merge_shape<512, 256, 23, 2, true, 5, 0, 0>>("warp store, minblocks 5, PDL never");
-  c.run<merge_shape<512, 256, 23, 2, true, 5, 0, 8>>("+ samples 256, PDL never");
-  c.run<merge_shape<512, 256, 23, 2, true, 5, 31, 8>>("+ samples 256, PDL always");
-  c.run<merge_shape<512, 256, 23, 2, true, 5, 25, 7>>("+ samples 128, PDL < 2^25");
-  c.run<merge_shape<512, 256, 23, 2, true, 5, 25, 9>>("+ samples 512, PDL < 2^25");
-  c.run<merge_shape<512, 256, 23, 4, true, 5, 25, 8>>("+ samples 256, 4-way in window, PDL < 2^25");
-  c.run<merge_shape<512, 256, 23, 2, false, 1, 25, 8>>("samples 256, block store, minblocks 1 (80 registers)");
-  c.run<merge_shape<512, 256, 23, 2, false, 1, 27, 0>>("block store, minblocks 1 (56 registers)");
-  c.run<shipped>("default again (drift check)");
-  c.run<earlier>("earlier default again (drift check)");
-  if (!with_breakdown) return;
-  c.breakdown<earlier>("earlier default");
-  c.breakdown<shipped>("default");
-  cub_breakdown(ctx, c, temp.data(), bytes);
-  last_pass(ctx, c);
+  // The default of runs 6-7 (commit 906e425): general tile-sort path for every tile.
+  using run7 = merge_shape<512, 256, 23, 2, true, 5, 27, 8, 0, 0>;
+  constexpr int F = canopy::detail::tile_code_full, W = canopy::detail::tile_code_warp_io,
+                G = canopy::detail::tile_code_group_barriers, M = canopy::detail::tile_code_clamped_merge;
+  if (o.full) {
+    c.run<shipped>("default (merge_sort_tuning)");
+    c.run<run7>("run-7 default (general tile sort)");
+    c.run<merge_shape<512, 256, 23, 2, true, 5, 27, 8, F | W, 0>>("tile: full, warp io");
+    c.run<merge_shape<512, 256, 23, 2, true, 5, 27, 8, F | W | G, 0>>("tile: full, warp io, group");
+    c.run<merge_shape<512, 256, 23, 2, true, 5, 27, 8, F | W | G | M, 0>>("tile: all");
+    c.run<merge_shape<512, 256, 23, 2, true, 5, 27, 8, F | W, 3>>("tile: full, warp io, minblocks 3");
+    c.run<merge_shape<512, 256, 23, 2, true, 5, 27, 8, F | W | G, 3>>("tile: full, warp io, group, minblocks 3");
+    c.run<merge_shape<512, 256, 23, 2, true, 5, 27, 8, F | W | M, 3>>("tile: full, warp io, clamped, minblocks 3");
+    c.run<merge_shape<512, 256, 23, 2, true, 5, 27, 8, F | W | G | M, 3>>("tile: all, minblocks 3");
+    c.run<merge_shape<512, 256, 23, 2, true, 5, 0, 8, F | W | G, 3>>("tile: full, warp io, group, mb 3, PDL never");
+    c.run<merge_shape<512, 256, 23, 2, true, 5, 31, 8, F | W | G, 3>>("tile: full, warp io, group, mb 3, PDL always");
+    c.run<merge_shape<256, 256, 23, 2, true, 5, 27, 8, F | W | G, 5>>("tile 256 x 23: full, warp io, group, mb 5");
+    c.run<shipped>("default again (drift check)");
+    c.run<run7>("run-7 default again (drift check)");
+  }
+  if (o.breakdown) {
+    c.breakdown<run7>("run-7 default");
+    c.breakdown<shipped>("default");
+    c.breakdown<merge_shape<512, 256, 23, 2, true, 5, 27, 8, F | W | G | M, 3>>("tile: all, minblocks 3");
+    cub_breakdown(ctx, c, temp.data(), bytes);
+  }
+  if (o.last_pass) last_pass(ctx, c);
+}
+
+//! Wavefronts of one warp-wide 4-byte shared-memory access by the given word addresses (one per
+//! active lane): the largest number of distinct words that fall into one of the 32 banks (lanes
+//! reading the same word share it).
+int bank_wavefronts(std::vector<int> a) {
+  if (a.empty()) return 0;
+  std::sort(a.begin(), a.end());
+  a.erase(std::unique(a.begin(), a.end()), a.end());
+  int per_bank[32] = {};
+  int most = 0;
+  for (int x : a) most = std::max(most, ++per_bank[x & 31]);
+  return most;
+}
+
+//! Host model of the shared-memory traffic of one tile sort (block_sort_full's rounds on random u32
+//! keys; no GPU needed): every warp-wide load and store of the round stores, the merge-path searches
+//! and the serial merges, replayed lane by lane with the kernel's addresses, counted as instructions
+//! and as bank wavefronts (an access whose lanes hit one bank k times costs k wavefronts; the shared
+//! pipe of an SM serves one wavefront per clock). Clamped: serial_merge_clamped (one load per output
+//! step for all lanes) instead of serial_merge (the lanes that took from A and those that took from
+//! B load in two predicated instructions). The blocked stores (stride I, odd) and the tile's load and
+//! store (1 wavefront per instruction) are conflict-free by construction; the model checks the
+//! former.
+void bank_model(int threads, int items, bool clamped, int tiles) {
+  const int T = threads, I = items, n = T * I, warps = T / 32;
+  std::mt19937 rng(12345u + unsigned(T * 100 + I));
+  double st_wf = 0, st_in = 0, search_wf = 0, search_in = 0, merge_wf = 0, merge_in = 0;
+  int rounds = 0, block_rounds = 0;
+  for (int tile = 0; tile < tiles; ++tile) {
+    std::vector<K> k(n), sm(n);
+    for (auto& x : k) x = K(rng());
+    for (int t = 0; t < T; ++t) std::stable_sort(k.begin() + t * I, k.begin() + (t + 1) * I);
+    rounds = block_rounds = 0;
+    for (int group = 2; group <= T; group *= 2) {
+      ++rounds;
+      block_rounds += group > 32;
+      const int width = group / 2 * I;
+      sm = k;
+      for (int w = 0; w < warps; ++w) {
+        for (int i = 0; i < I; ++i) {
+          std::vector<int> a;
+          for (int l = 0; l < 32; ++l) a.push_back((w * 32 + l) * I + i);
+          st_wf += bank_wavefronts(a);
+          st_in += 1;
+        }
+        // Merge path: lane l's probe addresses per step (two loads per step).
+        std::vector<std::vector<std::pair<int, int>>> probes(32);
+        std::vector<int> split(32);
+        for (int l = 0; l < 32; ++l) {
+          const int t = w * 32 + l, ps = (t & ~(group - 1)) * I, diag = (t & (group - 1)) * I;
+          int lo = std::max(0, diag - width), hi = std::min(diag, width);
+          while (lo < hi) {
+            const int mid = (lo + hi) >> 1;
+            const int pa = ps + mid, pb = ps + width + diag - 1 - mid;
+            probes[l].push_back({pa, pb});
+            if (user_less_u32{}(sm[pb], sm[pa])) hi = mid;
+            else lo = mid + 1;
+          }
+          split[l] = lo;
+        }
+        std::size_t steps = 0;
+        for (auto& p : probes) steps = std::max(steps, p.size());
+        for (std::size_t j = 0; j < steps; ++j) {
+          std::vector<int> a, b;
+          for (int l = 0; l < 32; ++l)
+            if (j < probes[l].size()) {
+              a.push_back(probes[l][j].first);
+              b.push_back(probes[l][j].second);
+            }
+          search_wf += bank_wavefronts(a) + bank_wavefronts(b);
+          search_in += 2;
+        }
+        // Serial merge of I outputs per lane.
+        int ai[32], bi[32], ae[32], be[32];
+        K ka[32], kb[32];
+        std::vector<int> a0, b0;
+        for (int l = 0; l < 32; ++l) {
+          const int t = w * 32 + l, ps = (t & ~(group - 1)) * I, diag = (t & (group - 1)) * I;
+          ae[l] = ps + width;
+          be[l] = ps + 2 * width;
+          ai[l] = ps + split[l];
+          bi[l] = ae[l] + diag - split[l];
+          const int pa = clamped ? std::min(ai[l], be[l] - 1) : (ai[l] < ae[l] ? ai[l] : be[l] - 1);
+          const int pb = std::min(bi[l], be[l] - 1);
+          ka[l] = sm[pa];
+          kb[l] = sm[pb];
+          a0.push_back(pa);
+          b0.push_back(pb);
+        }
+        merge_wf += bank_wavefronts(a0) + bank_wavefronts(b0);
+        merge_in += 2;
+        for (int i = 0; i < I; ++i) {
+          std::vector<int> one, from_a, from_b;
+          for (int l = 0; l < 32; ++l) {
+            const int t = w * 32 + l;
+            const bool take_b = bi[l] < be[l] && (ai[l] >= ae[l] || user_less_u32{}(kb[l], ka[l]));
+            k[t * I + i] = take_b ? kb[l] : ka[l];
+            if (take_b) ++bi[l];
+            else ++ai[l];
+            if (i + 1 == I) continue;  // the last step's load is dead
+            if (clamped) {
+              const int p = std::min(take_b ? bi[l] : ai[l], be[l] - 1);
+              one.push_back(p);
+              (take_b ? kb[l] : ka[l]) = sm[p];
+            } else if (take_b && bi[l] < be[l]) {
+              from_b.push_back(bi[l]);
+              kb[l] = sm[bi[l]];
+            } else if (!take_b && ai[l] < ae[l]) {
+              from_a.push_back(ai[l]);
+              ka[l] = sm[ai[l]];
+            }
+          }
+          if (i + 1 == I) continue;
+          if (clamped) {
+            merge_wf += bank_wavefronts(one);
+            merge_in += 1;
+          } else {
+            merge_wf += bank_wavefronts(from_a) + bank_wavefronts(from_b);
+            merge_in += 2;
+          }
+        }
+      }
+    }
+    for (int t = 0; t + 1 < n; ++t)
+      if (user_less_u32{}(k[t + 1], k[t])) {
+        std::printf("bank model %dx%d: tile not sorted (model error)\n", T, I);
+        g_failed = true;
+        return;
+      }
+  }
+  const double keys = double(n) * tiles;
+  // Per key: wavefronts (the shared pipe's clocks per SM) and shared-memory warp instructions.
+  const double wf = (st_wf + search_wf + merge_wf) / keys * 32, in = (st_in + search_in + merge_in) / keys * 32;
+  std::printf("bank model %3dx%-2d %-9s %d rounds (%d block-wide): per 32 keys: wavefronts %.1f (stores %.1f, "
+              "searches %.1f, merges %.1f), shared instructions %.1f (stores %.1f, searches %.1f, merges %.1f); "
+              "wavefronts per instruction: searches %.2f, merges %.2f\n",
+              T, I, clamped ? "clamped" : "two-load", rounds, block_rounds, wf, st_wf / keys * 32,
+              search_wf / keys * 32, merge_wf / keys * 32, in, st_in / keys * 32, search_in / keys * 32,
+              merge_in / keys * 32, search_wf / search_in, merge_wf / merge_in);
+}
+
+void bank_models() {
+  const int shapes[][2] = {{512, 23}, {256, 23}, {256, 17}, {512, 15}, {512, 17}, {512, 19}, {512, 21}, {128, 23}};
+  for (auto& sh : shapes) {
+    bank_model(sh[0], sh[1], false, 8);
+    bank_model(sh[0], sh[1], true, 8);
+  }
 }
 
 std::vector<int> parse_sizes(const char* s) {
@@ -456,14 +754,23 @@ std::vector<int> parse_sizes(const char* s) {
 
 int main(int argc, char** argv) {
   std::vector<int> sizes{24, 26, 28};
-  bool with_breakdown = true;
+  sweep_options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--sizes" && i + 1 < argc) sizes = parse_sizes(argv[++i]);
     else if (a == "--runs" && i + 1 < argc) g_runs = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--no-breakdown") with_breakdown = false;
+    else if (a == "--no-breakdown") o.breakdown = false;
+    else if (a == "--no-tiles") o.tiles = false;
+    else if (a == "--no-full") o.full = false;
+    else if (a == "--last-pass") o.last_pass = true;
+    else if (a == "--profile-once") o.profile = true;
+    else if (a == "--bank-model") {
+      bank_models();
+      return g_failed ? 1 : 0;
+    }
     else {
-      std::fprintf(stderr, "usage: canopy-merge-tuning [--sizes 24,26,28] [--runs 15] [--no-breakdown]\n");
+      std::fprintf(stderr, "usage: canopy-merge-tuning [--sizes 24,26,28] [--runs 15] [--no-breakdown] [--no-tiles] "
+                           "[--no-full] [--last-pass] [--profile-once] [--bank-model]\n");
       return 2;
     }
   }
@@ -475,7 +782,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "canopy-merge-tuning: size 2^%d out of range 16..30\n", lg);
         return 2;
       }
-      sweep(ctx, lg, with_breakdown);
+      sweep(ctx, lg, o);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "canopy-merge-tuning: %s\n", e.what());

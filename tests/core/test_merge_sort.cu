@@ -279,3 +279,63 @@ TEST_P(CudaMergeSortLarge, StableUnderCoarseComparatorManyPasses) {
 
 INSTANTIATE_TEST_SUITE_P(Cuda, CudaMergeSortLarge, ::testing::Values(canopy::backend::cuda),
                          [](const auto&) { return std::string("cuda"); });
+
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+// Every tile-sort code path that merge_shape offers (merge_tile_code bits: full-tile path, per-warp
+// load/store, named barriers per pair of runs, clamped serial merge; register bounds) must give the
+// stable sort, not only the default's: u32 keys under a coarse comparator (equivalent keys of
+// different bits) keys-only with the 512 x 23 tile sort, and u32/u32 pairs (values = input index)
+// with the 256 x 11 one, against std::stable_sort. Sizes: one full tile and a partial one (the
+// general path), and whole multiples of the tile, through one to four merge passes.
+class CudaMergeSortTileCodes : public BackendTest {
+ protected:
+  template <class Shape>
+  void check_keys(std::size_t n, const char* what) {
+    auto keys = make_keys<std::uint32_t>(n, dist::uniform, n + 21);
+    std::vector<std::uint32_t> want_k = keys, want_v(n);
+    std::iota(want_v.begin(), want_v.end(), 0u);
+    reference_sort(want_k, want_v, low_byte_less{});
+    auto k = upload(keys);
+    canopy::detail::merge_sort_cuda<std::uint32_t, canopy::detail::merge_no_value, false, Shape>(
+        ctx(), k.data(), nullptr, n, low_byte_less{});
+    EXPECT_TRUE(same_bits(k.to_host(), want_k)) << what << " n=" << n << ": keys differ (not stable?)";
+  }
+  template <class Shape>
+  void check_pairs_shape(std::size_t n, const char* what) {
+    auto keys = make_keys<std::uint32_t>(n, dist::few_distinct, n + 22);
+    std::vector<std::uint32_t> values(n);
+    std::iota(values.begin(), values.end(), 0u);
+    std::vector<std::uint32_t> want_k = keys, want_v = values;
+    reference_sort(want_k, want_v, canopy::greater<std::uint32_t>{});
+    auto k = upload(keys);
+    auto v = upload(values);
+    canopy::detail::merge_sort_cuda<std::uint32_t, std::uint32_t, true, Shape>(ctx(), k.data(), v.data(), n,
+                                                                               canopy::greater<std::uint32_t>{});
+    EXPECT_EQ(k.to_host(), want_k) << what << " n=" << n << ": pair keys differ";
+    EXPECT_EQ(v.to_host(), want_v) << what << " n=" << n << ": values differ (not stable?)";
+  }
+  void check_all(std::initializer_list<std::size_t> sizes) {
+    using canopy::detail::merge_shape;
+    constexpr int F = canopy::detail::tile_code_full, W = canopy::detail::tile_code_warp_io,
+                  G = canopy::detail::tile_code_group_barriers, M = canopy::detail::tile_code_clamped_merge;
+    for (std::size_t n : sizes) {
+      check_keys<merge_shape<512, 256, 23, 2, true, 5, 27, 8, F | W | G, 3>>(n, "keys F|W|G mb3");
+      check_keys<merge_shape<512, 256, 23, 2, true, 5, 27, 8, F | W | G | M, 3>>(n, "keys F|W|G|M mb3");
+      check_keys<merge_shape<512, 256, 23, 2, true, 5, 27, 8, F | W | M, 3>>(n, "keys F|W|M mb3");
+      check_keys<merge_shape<512, 256, 23, 2, true, 5, 27, 8, F | W, 3>>(n, "keys F|W mb3");
+      check_keys<merge_shape<512, 256, 23, 2, true, 5, 27, 8, F | G, 0>>(n, "keys F|G");
+      check_keys<merge_shape<512, 256, 23, 2, true, 5, 27, 8, F | W | G | M, 0>>(n, "keys F|W|G|M");
+      check_pairs_shape<merge_shape<256, 256, 11, 2, true, 1, 27, 8, F | W | G, 0>>(n, "pairs F|W|G");
+      check_pairs_shape<merge_shape<256, 256, 11, 2, true, 1, 27, 8, F | W | G | M, 0>>(n, "pairs F|W|G|M");
+      check_pairs_shape<merge_shape<256, 256, 11, 2, true, 1, 27, 8, F | M, 0>>(n, "pairs F|M");
+    }
+  }
+};
+
+TEST_P(CudaMergeSortTileCodes, SmallTiles) { check_all({11777}); }
+
+TEST_P(CudaMergeSortTileCodes, BoundarySizes) { check_all({2817, 5888, 11776, 23552, 23553, 47104, 47105, 100003}); }
+
+INSTANTIATE_TEST_SUITE_P(Cuda, CudaMergeSortTileCodes, ::testing::Values(canopy::backend::cuda),
+                         [](const auto&) { return std::string("cuda"); });
+#endif

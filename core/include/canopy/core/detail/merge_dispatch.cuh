@@ -27,9 +27,11 @@ constexpr int merge_odd_floor(int x) { return x < 1 ? 1 : (x % 2 ? x : x - 1); }
 //!                         n < 2^PdlBelowLog2 (0: never);
 //!   SampleLog2            > 0: the tile sort and every merge pass also write every 2^SampleLog2-th
 //!                         output key to a sample index, which the next partition searches first
-//!                         (merge_split_sampled); 2^SampleLog2 must divide the sorted tile.
+//!                         (merge_split_sampled); 2^SampleLog2 must divide the sorted tile;
+//!   TileCode              merge_tile_code bits of the tile sort (0: group_sort for every tile);
+//!   SortMinBlocks         __launch_bounds__ minimum of resident tile-sort blocks per SM (0: none).
 template <int SortThreads, int MergeThreads, int Items, int PartitionWays, bool WarpStore, int MergeMinBlocks,
-          int PdlBelowLog2, int SampleLog2 = 0>
+          int PdlBelowLog2, int SampleLog2 = 0, int TileCode = 0, int SortMinBlocks = 0>
 struct merge_shape {
   static constexpr int sort_threads = SortThreads;
   static constexpr int merge_threads = MergeThreads;
@@ -39,6 +41,8 @@ struct merge_shape {
   static constexpr int merge_min_blocks = MergeMinBlocks;
   static constexpr int pdl_below_log2 = PdlBelowLog2;
   static constexpr int sample_log2 = SampleLog2;
+  static constexpr int tile_code = TileCode;
+  static constexpr int sort_min_blocks = SortMinBlocks;
 };
 
 //! Threads per block and items per thread of merge sort. Items stay odd so that blocked shared
@@ -75,8 +79,13 @@ struct merge_sort_tuning {
   static constexpr int merge_min_blocks = bytes <= 4 ? 5 : 1;
   static constexpr int pdl_below_log2 = 27;
   static constexpr int sample_log2 = 8;
+  // The tile-sort code paths of merge_tile_code and a register bound for the tile sort are built,
+  // covered by test_merge_sort (CudaMergeSortTileCodes) and swept by canopy-merge-tuning, but have
+  // not run on a GPU yet (docs/performance/merge_sort.md, run 8): the default stays run 7's.
+  static constexpr int tile_code = 0;
+  static constexpr int sort_min_blocks = 0;
   using shape = merge_shape<sort_threads, threads, items, partition_ways, warp_store, merge_min_blocks, pdl_below_log2,
-                            sample_log2>;
+                            sample_log2, tile_code, sort_min_blocks>;
 };
 
 //! The default hook of merge_sort_cuda: nothing. A hook is called after every launch with the
@@ -143,12 +152,17 @@ void merge_sort_cuda(context& ctx, Key* keys, Value* values, std::size_t n, Comp
   // The tile sort follows the caller's work, which need not signal a dependent launch: plain launch.
   // The sample index is only written when a merge pass will read it.
   Key* sample_ptr = samples.data();
+  constexpr int SortMinBlocks = Shape::sort_min_blocks;
+  constexpr int TileCode = Shape::tile_code;
   if (passes)
-    merge_launch(false, merge_block_sort_kernel<Key, Value, HasValues, SortThreads, Items, SampleLog2, Comp>,
+    merge_launch(false,
+                 merge_block_sort_kernel<Key, Value, HasValues, SortThreads, Items, SampleLog2, SortMinBlocks, TileCode,
+                                         Comp>,
                  unsigned(sort_tiles), SortThreads, stream, "launch of canopy::merge_sort (tile sort)",
                  static_cast<const Key*>(keys), static_cast<const Value*>(values), src_k, src_v, n, sample_ptr, comp);
   else
-    merge_launch(false, merge_block_sort_kernel<Key, Value, HasValues, SortThreads, Items, 0, Comp>,
+    merge_launch(false,
+                 merge_block_sort_kernel<Key, Value, HasValues, SortThreads, Items, 0, SortMinBlocks, TileCode, Comp>,
                  unsigned(sort_tiles), SortThreads, stream, "launch of canopy::merge_sort (tile sort)",
                  static_cast<const Key*>(keys), static_cast<const Value*>(values), src_k, src_v, n, sample_ptr, comp);
   hook(0);

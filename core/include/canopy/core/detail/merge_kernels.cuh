@@ -9,6 +9,8 @@
 //      swaps adjacent items that are strictly out of order, so it is stable);
 //   3. log2(G) rounds merge neighbouring runs in shared memory: each thread finds where its I
 //      outputs start by merge path (binary search on the cross diagonal) and merges serially.
+// block_sort_full runs the same steps on a full tile without count guards, with the options of
+// merge_tile_code (per-warp load/store, named barriers per pair of runs, clamped serial merge).
 // Device-wide merge passes (merge_pass_kernel, with splits from merge_partition_kernel) use the same
 // merge-path split between tiles.
 // Compiled only by nvcc (included from merge_dispatch.cuh / segsort_dispatch.cuh).
@@ -109,19 +111,10 @@ struct group_sync {
   }
 };
 
-//! Stable sort of the first `valid` of I register items; the rest are filled with copies of the
-//! largest valid item, which a stable network leaves behind the valid ones.
+//! Stable sort of I register items: odd-even transposition (I rounds of compare-exchanges of
+//! neighbours, which swap only when strictly out of order).
 template <class Key, class Value, bool HasValues, int I, class Comp>
-__device__ __forceinline__ void thread_sort(Key (&k)[I], Value (&v)[I], int valid, Comp comp) {
-  if (valid < I) {
-    Key top = k[0];
-#pragma unroll
-    for (int i = 1; i < I; ++i)
-      if (i < valid && comp(top, k[i])) top = k[i];
-#pragma unroll
-    for (int i = 0; i < I; ++i)
-      if (i >= valid) k[i] = top;
-  }
+__device__ __forceinline__ void odd_even_network(Key (&k)[I], Value (&v)[I], Comp comp) {
 #pragma unroll
   for (int round = 0; round < I; ++round) {
 #pragma unroll
@@ -138,6 +131,22 @@ __device__ __forceinline__ void thread_sort(Key (&k)[I], Value (&v)[I], int vali
       }
     }
   }
+}
+
+//! Stable sort of the first `valid` of I register items; the rest are filled with copies of the
+//! largest valid item, which a stable network leaves behind the valid ones.
+template <class Key, class Value, bool HasValues, int I, class Comp>
+__device__ __forceinline__ void thread_sort(Key (&k)[I], Value (&v)[I], int valid, Comp comp) {
+  if (valid < I) {
+    Key top = k[0];
+#pragma unroll
+    for (int i = 1; i < I; ++i)
+      if (i < valid && comp(top, k[i])) top = k[i];
+#pragma unroll
+    for (int i = 0; i < I; ++i)
+      if (i >= valid) k[i] = top;
+  }
+  odd_even_network<Key, Value, HasValues, I>(k, v, comp);
 }
 
 //! Serially merges from shared runs a[ai, a_end) and b[bi, b_end) (indices into one shared array
@@ -160,6 +169,30 @@ __device__ __forceinline__ void serial_merge(const Key* s, int ai, int a_end, in
     } else {
       ++ai;
       if (ai < a_end) ka = s[ai];
+    }
+  }
+}
+
+//! serial_merge with one unconditional shared load per output: the next head of the run just taken
+//! is read at min(index, b_end - 1), so an exhausted run's head is read from inside the pair (and
+//! never used) instead of being skipped behind a second bounds check.
+template <class Key, int I, class Comp>
+__device__ __forceinline__ void serial_merge_clamped(const Key* s, int ai, int a_end, int bi, int b_end, Key (&k)[I],
+                                                     int (&idx)[I], Comp comp) {
+  const int last = b_end - 1;
+  Key ka = s[min(ai, last)];
+  Key kb = s[min(bi, last)];
+#pragma unroll
+  for (int i = 0; i < I; ++i) {
+    const bool take_b = bi < b_end && (ai >= a_end || comp(kb, ka));
+    k[i] = take_b ? kb : ka;
+    idx[i] = take_b ? bi : ai;
+    if (i + 1 < I) {
+      bi += take_b ? 1 : 0;
+      ai += take_b ? 0 : 1;
+      const Key x = s[min(take_b ? bi : ai, last)];
+      kb = take_b ? x : kb;
+      ka = take_b ? ka : x;
     }
   }
 }
@@ -203,6 +236,24 @@ __device__ __forceinline__ void store_blocked(T* g, int count, T* s, int lane, c
     const int j = lane + i * G;
     if (j < count) g[j] = s[j];
   }
+}
+
+//! Loads a full tile into blocked registers (thread t gets items [t*I, t*I + I)), each warp its own
+//! 32*I consecutive items: coalesced global reads (32 consecutive items per instruction) into the
+//! warp's own part of `s`, a warp barrier, blocked reads at stride I (odd: no bank conflicts). No
+//! block barrier: the caller must know that no other warp uses that part of `s`.
+template <class T, int I>
+__device__ __forceinline__ void load_blocked_by_warp(const T* g, T* s, T (&r)[I]) {
+  const int warp_base = int(threadIdx.x & ~31u) * I;
+  const int lane = int(threadIdx.x & 31u);
+  T tmp[I];
+#pragma unroll
+  for (int i = 0; i < I; ++i) tmp[i] = g[warp_base + lane + i * 32];
+#pragma unroll
+  for (int i = 0; i < I; ++i) s[warp_base + lane + i * 32] = tmp[i];
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < I; ++i) r[i] = s[int(threadIdx.x) * I + i];
 }
 
 //! Stores a block's blocked register items (thread t holds items [t*I, t*I + I), count <= Threads*I)
@@ -284,14 +335,92 @@ struct group_storage {
   Value values[HasValues ? Items : 1];
 };
 
+//! Code paths of merge_block_sort_kernel (bits of its TileCode); 0 sorts every tile with group_sort.
+enum merge_tile_code : int {
+  //! Full tiles (all but the last) sort with block_sort_full: no per-item count guards.
+  tile_code_full = 1,
+  //! Full tiles load through load_blocked_by_warp and store through store_blocked_by_warp: one
+  //! block barrier for the load and store instead of three.
+  tile_code_warp_io = 2,
+  //! A block-level merge round waits only for the warps that merge its pair of runs (a named
+  //! barrier per pair) instead of the whole block.
+  tile_code_group_barriers = 4,
+  //! Rounds merge with serial_merge_clamped (one unconditional shared load per output).
+  tile_code_clamped_merge = 8,
+};
+
+//! bar.sync on named barrier `id` (1..15; __syncthreads uses 0) for `threads` threads (a multiple
+//! of 32; every warp taking part must execute it).
+__device__ __forceinline__ void merge_named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+//! Barrier of a merge round in which each pair of runs is merged by `group` consecutive threads (a
+//! power of two): a warp barrier while group <= 32; the block barrier when group == Threads or
+//! without GroupBarriers; else a named barrier per group of group/32 warps. Ids: the W/2 groups of
+//! 2 warps take 1..W/2, the W/4 groups of 4 warps the next W/4, and so on (W = Threads/32 warps,
+//! W - 2 ids in all, so W <= 16). Any thread may wait only for threads whose shared items it reads
+//! or overwrites: a round's pair is written and read only by the threads that merge it, and those
+//! of the round before merged the halves of the same range.
+template <int Threads, bool GroupBarriers>
+__device__ __forceinline__ void merge_round_sync(int group) {
+  if (group <= 32) {
+    __syncwarp();
+  } else if (!GroupBarriers || group >= Threads) {
+    __syncthreads();
+  } else {
+    constexpr int W = Threads / 32;
+    static_assert(W <= 16, "named barriers 1..15 cover the groups of at most 16 warps");
+    const int g = group >> 5;  // warps per group
+    merge_named_barrier(1 + W - 2 * W / g + int(threadIdx.x >> 5) / g, group);
+  }
+}
+
+//! Stable sort of a full tile of Threads*I items (Threads a power of two) held blocked in registers
+//! (thread t holds items [t*I, t*I + I)); the result is blocked in registers. The same network and
+//! merge rounds as group_sort, without its count guards; sk/sv hold Threads*I items.
+template <class Key, class Value, bool HasValues, int Threads, int I, int Code, class Comp>
+__device__ __forceinline__ void block_sort_full(Key (&k)[I], Value (&v)[I], Key* sk, Value* sv, Comp comp) {
+  static_assert((Threads & (Threads - 1)) == 0, "block_sort_full needs a power-of-two block");
+  constexpr bool GroupBarriers = (Code & tile_code_group_barriers) != 0;
+  const int t = int(threadIdx.x);
+  odd_even_network<Key, Value, HasValues, I>(k, v, comp);
+#pragma unroll 1
+  for (int group = 2; group <= Threads; group *= 2) {
+    const int width = (group >> 1) * I;  // items per run
+    merge_round_sync<Threads, GroupBarriers>(group);
+#pragma unroll
+    for (int i = 0; i < I; ++i) {
+      sk[t * I + i] = k[i];
+      if constexpr (HasValues) sv[t * I + i] = v[i];
+    }
+    merge_round_sync<Threads, GroupBarriers>(group);
+    const int pair_start = (t & ~(group - 1)) * I;
+    const int a_end = pair_start + width;
+    const int diag = (t & (group - 1)) * I;
+    const int split = merge_path<int>(sk + pair_start, width, sk + a_end, width, diag, comp);
+    int idx[I];
+    if constexpr ((Code & tile_code_clamped_merge) != 0)
+      serial_merge_clamped<Key, I>(sk, pair_start + split, a_end, a_end + diag - split, a_end + width, k, idx, comp);
+    else
+      serial_merge<Key, I>(sk, pair_start + split, a_end, a_end + diag - split, a_end + width, k, idx, comp);
+    if constexpr (HasValues) {
+#pragma unroll
+      for (int i = 0; i < I; ++i) v[i] = sv[idx[i]];
+    }
+  }
+}
+
 //! Sorts tiles of Threads*Items items of `in` into `out` (in may equal out: a block reads its whole
 //! tile before it writes). SampleLog2 > 0: also writes samples[q >> SampleLog2] = out[q] for every
 //! output position q that is a multiple of 2^SampleLog2 (the sample index merge_split_sampled
-//! searches first).
-template <class Key, class Value, bool HasValues, int Threads, int Items, int SampleLog2, class Comp>
-__global__ void __launch_bounds__(Threads) merge_block_sort_kernel(const Key* in_k, const Value* in_v, Key* out_k,
-                                                                   Value* out_v, std::size_t n, Key* samples,
-                                                                   Comp comp) {
+//! searches first). MinBlocks: resident blocks per SM asked of the register allocator (0: none).
+//! Code: merge_tile_code bits; the last, partial tile always takes the general group_sort path.
+template <class Key, class Value, bool HasValues, int Threads, int Items, int SampleLog2, int MinBlocks, int Code,
+          class Comp>
+__global__ void __launch_bounds__(Threads, MinBlocks)
+    merge_block_sort_kernel(const Key* in_k, const Value* in_v, Key* out_k, Value* out_v, std::size_t n,
+                            Key* samples, Comp comp) {
   merge_pdl_trigger_and_wait();
   constexpr int tile = Threads * Items;
   __shared__ group_storage<Key, Value, HasValues, tile> s;
@@ -300,6 +429,31 @@ __global__ void __launch_bounds__(Threads) merge_block_sort_kernel(const Key* in
   const group_sync<Threads, Threads> sync(threadIdx.x);
   Key k[Items];
   Value v[Items];
+  if constexpr ((Code & tile_code_full) != 0) {
+    if (count == tile) {  // the same for the whole block
+      if constexpr ((Code & tile_code_warp_io) != 0) {
+        load_blocked_by_warp<Key, Items>(in_k + base, s.keys, k);
+        if constexpr (HasValues) load_blocked_by_warp<Value, Items>(in_v + base, s.values, v);
+      } else {
+        load_blocked<Key, Threads, Items>(in_k + base, tile, s.keys, threadIdx.x, k, sync);
+        if constexpr (HasValues) load_blocked<Value, Threads, Items>(in_v + base, tile, s.values, threadIdx.x, v, sync);
+      }
+      block_sort_full<Key, Value, HasValues, Threads, Items, Code>(k, v, s.keys, s.values, comp);
+      if constexpr ((Code & tile_code_warp_io) != 0) {
+        store_blocked_by_warp<Key, Threads, Items, SampleLog2>(out_k + base, tile, s.keys, k, base, samples);
+        if constexpr (HasValues) store_blocked_by_warp<Value, Threads, Items>(out_v + base, tile, s.values, v);
+        return;
+      } else {
+        store_blocked<Key, Threads, Items>(out_k + base, tile, s.keys, threadIdx.x, k, sync);
+        if constexpr (SampleLog2 > 0) {
+          for (int q = int(threadIdx.x) << SampleLog2; q < tile; q += Threads << SampleLog2)
+            samples[(base + std::size_t(q)) >> SampleLog2] = s.keys[q];
+        }
+        if constexpr (HasValues) store_blocked<Value, Threads, Items>(out_v + base, tile, s.values, threadIdx.x, v, sync);
+        return;
+      }
+    }
+  }
   load_blocked<Key, Threads, Items>(in_k + base, count, s.keys, threadIdx.x, k, sync);
   if constexpr (HasValues) {
     load_blocked<Value, Threads, Items>(in_v + base, count, s.values, threadIdx.x, v, sync);
