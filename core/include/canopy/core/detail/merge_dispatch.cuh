@@ -79,11 +79,15 @@ struct merge_sort_tuning {
   static constexpr int merge_min_blocks = bytes <= 4 ? 5 : 1;
   static constexpr int pdl_below_log2 = 27;
   static constexpr int sample_log2 = 8;
-  // The tile-sort code paths of merge_tile_code and a register bound for the tile sort are built,
-  // covered by test_merge_sort (CudaMergeSortTileCodes) and swept by canopy-merge-tuning, but have
-  // not run on a GPU yet (docs/performance/merge_sort.md, run 8): the default stays run 7's.
-  static constexpr int tile_code = 0;
-  static constexpr int sort_min_blocks = 0;
+  // Tile sort of 4-byte keys (keys only): full-tile path, per-warp load/store and the clamped
+  // serial merge, bounded to 3 blocks per SM (40 registers, 112 B of spills): H100 run 9
+  // (docs/performance/merge_sort.md), tile sort 2^26 0.894 -> 0.614 ms, 2^28 3.469 -> 2.355 ms;
+  // whole sort 0.977 -> 1.059 x CUB at 2^26, 0.992 -> 1.061 x at 2^28 (best of the 9 variants timed;
+  // the unspilled "all paths" variant at 3 blocks per SM: 1.040 / 1.045). Other records keep the
+  // general path (not timed).
+  static constexpr bool tuned_tile = !HasValues && sizeof(Key) == 4;
+  static constexpr int tile_code = tuned_tile ? (tile_code_full | tile_code_warp_io | tile_code_clamped_merge) : 0;
+  static constexpr int sort_min_blocks = tuned_tile ? 3 : 0;
   using shape = merge_shape<sort_threads, threads, items, partition_ways, warp_store, merge_min_blocks, pdl_below_log2,
                             sample_log2, tile_code, sort_min_blocks>;
 };
