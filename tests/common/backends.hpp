@@ -45,6 +45,19 @@ class BackendTest : public ::testing::TestWithParam<canopy::backend> {
   std::unique_ptr<canopy::context> ctx_;
 };
 
+//! A GPU-only suite: skips, printing the reason, when no CUDA device can be used; otherwise ctx()
+//! is a CUDA context. (Name such suites Cuda*, so that CTest's gpu/cpu filters sort them.)
+class CudaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!canopy::cuda_usable(&why)) GTEST_SKIP() << "CUDA backend unusable here: " << why;
+    ctx_ = std::make_unique<canopy::context>(canopy::backend_request::cuda);
+  }
+  canopy::context& ctx() { return *ctx_; }
+  std::unique_ptr<canopy::context> ctx_;
+};
+
 //! Asserts that `statement` throws ExceptionType whose message contains every given fragment
 //! (refused arguments must name the function and the argument).
 template <class ExceptionType, class F>

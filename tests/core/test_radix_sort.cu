@@ -377,15 +377,7 @@ TEST_P(RadixSortTest, RefusesBadArguments) {
 CANOPY_INSTANTIATE_BACKENDS(RadixSortTest);
 
 // GPU only: the CUDA backend against the host backend at 2^28 (u32 keys) and 2^26 (pairs, u64).
-class CudaRadixSortLarge : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!canopy::cuda_usable(&why)) GTEST_SKIP() << "CUDA backend unusable here: " << why;
-    ctx_ = std::make_unique<canopy::context>(canopy::backend_request::cuda);
-  }
-  std::unique_ptr<canopy::context> ctx_;
-};
+class CudaRadixSortLarge : public canopy_test::CudaTest {};
 
 TEST_F(CudaRadixSortLarge, U32KeysAt2To28MatchHost) {
   const std::size_t n = std::size_t(1) << 28;
@@ -499,15 +491,7 @@ void check_device_class_shape(canopy::context& ctx, dist d, int begin_bit, int e
 }  // namespace
 
 // One test per device class and record type, so that a sanitizer run can take a few of them.
-class CudaRadixShapes : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!canopy::cuda_usable(&why)) GTEST_SKIP() << "CUDA backend unusable here: " << why;
-    ctx_ = std::make_unique<canopy::context>(canopy::backend_request::cuda);
-  }
-  std::unique_ptr<canopy::context> ctx_;
-};
+class CudaRadixShapes : public canopy_test::CudaTest {};
 
 #define CANOPY_DEVICE_CLASS_TESTS(Class, regime)                                                          \
   TEST_F(CudaRadixShapes, Class##Keys) {                                                                \

@@ -438,16 +438,7 @@ TEST(SatTileOrder, DiagonalOrderIsAPermutationAndLooksBackOnlyToEarlierTiles) {
 // ---------------------------------------------------------------------------------------------
 // GPU-only: large images, and the CUDA algorithms against the host backend.
 
-class CudaSat : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!canopy::cuda_usable(&why)) GTEST_SKIP() << "CUDA backend unusable here: " << why;
-    ctx_ = std::make_unique<canopy::context>(canopy::backend_request::cuda);
-  }
-  canopy::context& ctx() { return *ctx_; }
-  std::unique_ptr<canopy::context> ctx_;
-};
+class CudaSat : public canopy_test::CudaTest {};
 
 TEST_F(CudaSat, BothAlgorithmsMatchTheHostBackend) {
   every_pair([&](auto in, auto table_tag) {
