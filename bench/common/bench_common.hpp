@@ -94,6 +94,15 @@ inline std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
+//! A comma-separated list of integers, each in [lo, hi] (parse_int); an empty list is refused.
+inline std::vector<int> parse_int_list(const std::string& text, const char* program, const char* flag, int lo,
+                                       int hi) {
+  std::vector<int> out;
+  for (const std::string& item : split_list(text)) out.push_back(parse_int(item, program, flag, lo, hi));
+  if (out.empty()) throw bad_flag(std::string(program) + ": argument '" + flag + "': no value in '" + text + "'");
+  return out;
+}
+
 //! Walks a program's arguments, flag by flag; every refusal is a bad_flag naming the program:
 //!
 //!   canopy_bench::command_line cl(argc, argv, "canopy-sat-bench");

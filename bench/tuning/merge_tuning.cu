@@ -26,6 +26,8 @@
 
 #include <cub/device/device_merge_sort.cuh>
 
+#include "common/bench_common.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -82,27 +84,8 @@ double median(std::vector<float> t) {
 //! Median over g_runs of f() timed with events; prep() runs untimed before each (input restore).
 template <class P, class F>
 double median_ms(canopy::context& ctx, P&& prep, F&& f) {
-  cudaEvent_t a, b;
-  CANOPY_CUDA_CHECK(cudaEventCreate(&a));
-  CANOPY_CUDA_CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) {  // warm-up: pool growth, module load
-    prep();
-    f();
-  }
-  std::vector<float> t;
-  for (int i = 0; i < g_runs; ++i) {
-    prep();
-    CANOPY_CUDA_CHECK(cudaEventRecord(a, ctx.stream()));
-    f();
-    CANOPY_CUDA_CHECK(cudaEventRecord(b, ctx.stream()));
-    CANOPY_CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CANOPY_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  CANOPY_CUDA_CHECK(cudaEventDestroy(a));
-  CANOPY_CUDA_CHECK(cudaEventDestroy(b));
-  return median(t);
+  // 3 warm-up runs: pool growth, module load.
+  return canopy_bench::median_ms_on_stream(ctx.stream(), 3, g_runs, prep, f);
 }
 
 //! Per-launch medians of a launch sequence: launch(record) must call record() after each launch.
@@ -740,39 +723,36 @@ void bank_models() {
   }
 }
 
-std::vector<int> parse_sizes(const char* s) {
-  std::vector<int> v;
-  for (const char* p = s; *p;) {
-    v.push_back(std::atoi(p));
-    while (*p && *p != ',') ++p;
-    if (*p) ++p;
-  }
-  return v;
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<int> sizes{24, 26, 28};
   sweep_options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--sizes" && i + 1 < argc) sizes = parse_sizes(argv[++i]);
-    else if (a == "--runs" && i + 1 < argc) g_runs = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--no-breakdown") o.breakdown = false;
-    else if (a == "--no-tiles") o.tiles = false;
-    else if (a == "--no-full") o.full = false;
-    else if (a == "--last-pass") o.last_pass = true;
-    else if (a == "--profile-once") o.profile = true;
-    else if (a == "--bank-model") {
-      bank_models();
-      return g_failed ? 1 : 0;
+  const char* program = "canopy-merge-tuning";
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--sizes" && i + 1 < argc) sizes = canopy_bench::parse_int_list(argv[++i], program, "--sizes", 1, 30);
+      else if (a == "--runs" && i + 1 < argc) g_runs = canopy_bench::parse_int(argv[++i], program, "--runs", 1);
+      else if (a == "--no-breakdown") o.breakdown = false;
+      else if (a == "--no-tiles") o.tiles = false;
+      else if (a == "--no-full") o.full = false;
+      else if (a == "--last-pass") o.last_pass = true;
+      else if (a == "--profile-once") o.profile = true;
+      else if (a == "--bank-model") {
+        bank_models();
+        return g_failed ? 1 : 0;
+      }
+      else {
+        std::fprintf(stderr, "usage: canopy-merge-tuning [--sizes 24,26,28] [--runs 15] [--no-breakdown] [--no-tiles] "
+                             "[--no-full] [--last-pass] [--profile-once] [--bank-model]\n");
+        return 2;
+      }
     }
-    else {
-      std::fprintf(stderr, "usage: canopy-merge-tuning [--sizes 24,26,28] [--runs 15] [--no-breakdown] [--no-tiles] "
-                           "[--no-full] [--last-pass] [--profile-once] [--bank-model]\n");
-      return 2;
-    }
+  } catch (const canopy_bench::bad_flag& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return canopy_bench::exit_bad_command_line;
   }
   try {
     canopy::context ctx(canopy::backend_request::cuda);

@@ -15,6 +15,8 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
+#include "common/bench_common.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -89,25 +91,7 @@ unsigned long long mismatches(canopy::context& ctx, const T* a, const T* b, std:
 //! call, outside the timed region.
 template <class R, class F>
 double median_ms(canopy::context& ctx, R&& restore, F&& body) {
-  for (int i = 0; i < g_warmup; ++i) restore(), body();
-  cudaEvent_t a, b;
-  CANOPY_CUDA_CHECK(cudaEventCreate(&a));
-  CANOPY_CUDA_CHECK(cudaEventCreate(&b));
-  std::vector<float> t;
-  for (int i = 0; i < g_runs; ++i) {
-    restore();
-    CANOPY_CUDA_CHECK(cudaEventRecord(a, ctx.stream()));
-    body();
-    CANOPY_CUDA_CHECK(cudaEventRecord(b, ctx.stream()));
-    CANOPY_CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CANOPY_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  CANOPY_CUDA_CHECK(cudaEventDestroy(a));
-  CANOPY_CUDA_CHECK(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return canopy_bench::median_ms_on_stream(ctx.stream(), g_warmup, g_runs, restore, body);
 }
 
 //! One record type at one size: pristine input, canopy's and CUB's double buffers, CUB's time and
@@ -253,18 +237,6 @@ void sweep_u64_u32_pairs(canopy::context& ctx, int lg) {
   c.sweep<tile<16, 2>, tile<18, 2>, tile<14, 2, S>, tile<16, 2, S>>();
 }
 
-std::vector<int> parse_sizes(const char* s) {
-  std::vector<int> out;
-  std::string t(s);
-  std::size_t p = 0;
-  while (p < t.size()) {
-    const std::size_t q = t.find(',', p);
-    out.push_back(std::atoi(t.substr(p, q - p).c_str()));
-    if (q == std::string::npos) break;
-    p = q + 1;
-  }
-  return out;
-}
 
 bool wanted(const std::string& filter, const std::string& name) {
   std::size_t p = 0;
@@ -281,19 +253,25 @@ bool wanted(const std::string& filter, const std::string& name) {
 int main(int argc, char** argv) {
   std::vector<int> sizes{26, 28};
   std::string filter = "u32_keys,u32_u32_pairs,u64_keys,u64_48bit_keys,u64_u32_pairs";
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--sizes" && i + 1 < argc) sizes = parse_sizes(argv[++i]);
-    else if (a == "--runs" && i + 1 < argc) g_runs = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--warmup" && i + 1 < argc) g_warmup = std::max(0, std::atoi(argv[++i]));
-    else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
-    else if (a == "--shapes" && i + 1 < argc) g_shapes = argv[++i];
-    else {
-      std::fprintf(stderr,
-                   "usage: canopy-radix-tuning [--sizes 26,28] [--runs 20] [--warmup 3] [--shapes TEXT]\n"
-                   "       [--filter u32_keys,u32_u32_pairs,u64_keys,u64_48bit_keys,u64_u32_pairs]\n");
-      return 2;
+  const char* program = "canopy-radix-tuning";
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--sizes" && i + 1 < argc) sizes = canopy_bench::parse_int_list(argv[++i], program, "--sizes", 1, 30);
+      else if (a == "--runs" && i + 1 < argc) g_runs = canopy_bench::parse_int(argv[++i], program, "--runs", 1);
+      else if (a == "--warmup" && i + 1 < argc) g_warmup = canopy_bench::parse_int(argv[++i], program, "--warmup", 0);
+      else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
+      else if (a == "--shapes" && i + 1 < argc) g_shapes = argv[++i];
+      else {
+        std::fprintf(stderr,
+                     "usage: canopy-radix-tuning [--sizes 26,28] [--runs 20] [--warmup 3] [--shapes TEXT]\n"
+                     "       [--filter u32_keys,u32_u32_pairs,u64_keys,u64_48bit_keys,u64_u32_pairs]\n");
+        return 2;
+      }
     }
+  } catch (const canopy_bench::bad_flag& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return canopy_bench::exit_bad_command_line;
   }
   try {
     canopy::context ctx(canopy::backend_request::cuda);

@@ -17,6 +17,8 @@
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
 
+#include "common/bench_common.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -33,24 +35,8 @@ bool g_failed = false;
 
 template <class F>
 double median_ms(canopy::context& ctx, F&& f) {
-  cudaEvent_t a, b;
-  CANOPY_CUDA_CHECK(cudaEventCreate(&a));
-  CANOPY_CUDA_CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) f();  // warm-up: pool growth, module load
-  std::vector<float> t;
-  for (int i = 0; i < g_runs; ++i) {
-    CANOPY_CUDA_CHECK(cudaEventRecord(a, ctx.stream()));
-    f();
-    CANOPY_CUDA_CHECK(cudaEventRecord(b, ctx.stream()));
-    CANOPY_CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CANOPY_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  CANOPY_CUDA_CHECK(cudaEventDestroy(a));
-  CANOPY_CUDA_CHECK(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  // 3 warm-up runs: pool growth, module load.
+  return canopy_bench::median_ms_on_stream(ctx.stream(), 3, g_runs, {}, f);
 }
 
 void report(const char* family, const char* label, int lg, int threads, int items, double ms, double bytes,
@@ -357,33 +343,27 @@ void sweep_reduce(canopy::context& ctx, int lg) {
   });
 }
 
-std::vector<int> parse_sizes(const char* s) {
-  std::vector<int> out;
-  std::string t(s);
-  std::size_t p = 0;
-  while (p < t.size()) {
-    const std::size_t q = t.find(',', p);
-    out.push_back(std::atoi(t.substr(p, q - p).c_str()));
-    if (q == std::string::npos) break;
-    p = q + 1;
-  }
-  return out;
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<int> sizes{26, 28};
   std::string filter = "scan_i32,scan_i64,select,reduce";
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--sizes" && i + 1 < argc) sizes = parse_sizes(argv[++i]);
-    else if (a == "--runs" && i + 1 < argc) g_runs = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
-    else {
-      std::fprintf(stderr, "usage: canopy-scan-tuning [--sizes 26,28] [--runs 20] [--filter scan_i32,scan_i64,select,reduce]\n");
-      return 2;
+  const char* program = "canopy-scan-tuning";
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--sizes" && i + 1 < argc) sizes = canopy_bench::parse_int_list(argv[++i], program, "--sizes", 1, 30);
+      else if (a == "--runs" && i + 1 < argc) g_runs = canopy_bench::parse_int(argv[++i], program, "--runs", 1);
+      else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
+      else {
+        std::fprintf(stderr, "usage: canopy-scan-tuning [--sizes 26,28] [--runs 20] [--filter scan_i32,scan_i64,select,reduce]\n");
+        return 2;
+      }
     }
+  } catch (const canopy_bench::bad_flag& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return canopy_bench::exit_bad_command_line;
   }
   try {
     canopy::context ctx(canopy::backend_request::cuda);
