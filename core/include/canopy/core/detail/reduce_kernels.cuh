@@ -32,6 +32,20 @@ struct reduce_kernel_params {
   Op op;
 };
 
+//! Folds the warps' totals of a block in warp order (s_warp: one slot per warp) and writes the
+//! block's total to out[blockIdx.x]. Every thread of the block must call it (one barrier).
+template <int Warps, class T, class Op>
+__device__ __forceinline__ void store_block_total(T warp_total, T* s_warp, Op op, T* out) {
+  if (lane_id() == 0) s_warp[threadIdx.x / 32] = warp_total;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    T block_total = s_warp[0];
+#pragma unroll
+    for (int w = 1; w < Warps; ++w) block_total = op(block_total, s_warp[w]);
+    out[blockIdx.x] = block_total;
+  }
+}
+
 template <class T, class Op, int BlockThreads, int Unroll>
 __global__ void __launch_bounds__(BlockThreads) reduce_kernel(reduce_kernel_params<T, Op> p) {
   constexpr int Vec = tuning::vector_elements<T>(), Warps = BlockThreads / 32;
@@ -88,14 +102,7 @@ __global__ void __launch_bounds__(BlockThreads) reduce_kernel(reduce_kernel_para
     for (int u = 1; u < Unroll; ++u) lane_total[0] = p.op(lane_total[0], lane_total[u]);
     total = warp_reduce_ordered(lane_total[0], p.op);
   }
-  if (lane == 0) s_warp[warp] = total;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    T block_total = s_warp[0];
-#pragma unroll
-    for (int w = 1; w < Warps; ++w) block_total = p.op(block_total, s_warp[w]);
-    p.out[blockIdx.x] = block_total;
-  }
+  store_block_total<Warps>(total, s_warp, p.op, p.out);
 }
 
 //! Streamed reduction of a commutative operator (sm_90). Block b folds the chunks b, b + G, ... (G =
@@ -156,16 +163,7 @@ __global__ void __launch_bounds__(BlockThreads) reduce_bulk_kernel(reduce_kernel
        i += grid * BlockThreads)
     lane_total = p.op(lane_total, p.in[i]);
 
-  const T total = warp_reduce_ordered(lane_total, p.op);
-  const unsigned lane = lane_id(), warp = threadIdx.x / 32;
-  if (lane == 0) s_warp[warp] = total;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    T block_total = s_warp[0];
-#pragma unroll
-    for (int w = 1; w < Warps; ++w) block_total = p.op(block_total, s_warp[w]);
-    p.out[blockIdx.x] = block_total;
-  }
+  store_block_total<Warps>(warp_reduce_ordered(lane_total, p.op), s_warp, p.op, p.out);
 #else
   __trap();  // the dispatch never launches this kernel on a device without bulk copies
 #endif
