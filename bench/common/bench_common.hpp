@@ -103,6 +103,25 @@ inline std::vector<int> parse_int_list(const std::string& text, const char* prog
   return out;
 }
 
+//! A comma-separated list of names, each one of `known`; an unknown or missing name is refused
+//! (a filter that matched nothing would otherwise run nothing and exit 0).
+inline std::vector<std::string> parse_name_list(const std::string& text, const char* program, const char* flag,
+                                                const std::vector<std::string>& known) {
+  std::vector<std::string> out = split_list(text);
+  std::string names;
+  for (const std::string& k : known) names += (names.empty() ? "" : ", ") + k;
+  if (out.empty()) throw bad_flag(std::string(program) + ": argument '" + flag + "': no name given (one of " + names + ")");
+  for (const std::string& item : out)
+    if (std::find(known.begin(), known.end(), item) == known.end())
+      throw bad_flag(std::string(program) + ": argument '" + flag + "': unknown name '" + item + "' (one of " + names + ")");
+  return out;
+}
+
+//! Whether `name` is in `list`.
+inline bool listed(const std::vector<std::string>& list, const std::string& name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
 //! Walks a program's arguments, flag by flag; every refusal is a bad_flag naming the program:
 //!
 //!   canopy_bench::command_line cl(argc, argv, "canopy-sat-bench");
@@ -119,7 +138,6 @@ class command_line {
     flag_ = argv_[i_];
     return true;
   }
-  const std::string& flag() const { return flag_; }
   bool is(const char* name) const { return flag_ == name; }
   //! The current flag's value (the next argument), consumed.
   std::string value() {
@@ -133,7 +151,6 @@ class command_line {
   [[noreturn]] void refuse_unknown() const {
     throw bad_flag(std::string(program_) + ": unknown argument '" + flag_ + "'");
   }
-  const char* program() const { return program_; }
 
  private:
   int argc_;

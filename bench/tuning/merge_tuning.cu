@@ -76,11 +76,6 @@ std::size_t mismatches(canopy::context& ctx, const K* a, const K* b, std::size_t
   return std::size_t(c.to_host()[0]);
 }
 
-double median(std::vector<float> t) {
-  std::sort(t.begin(), t.end());
-  return t.empty() ? 0.0 : t[t.size() / 2];
-}
-
 //! Median over g_runs of f() timed with events; prep() runs untimed before each (input restore).
 template <class P, class F>
 double median_ms(canopy::context& ctx, P&& prep, F&& f) {
@@ -93,7 +88,7 @@ template <class P, class L>
 std::vector<double> per_launch_ms(canopy::context& ctx, P&& prep, L&& launch) {
   std::vector<cudaEvent_t> ev(128);
   for (auto& e : ev) CANOPY_CUDA_CHECK(cudaEventCreate(&e));
-  std::vector<std::vector<float>> t;
+  std::vector<std::vector<double>> t;
   for (int r = 0; r < g_runs + 2; ++r) {
     prep();
     std::size_t i = 0;
@@ -112,7 +107,7 @@ std::vector<double> per_launch_ms(canopy::context& ctx, P&& prep, L&& launch) {
   }
   for (auto& e : ev) CANOPY_CUDA_CHECK(cudaEventDestroy(e));
   std::vector<double> m;
-  for (auto& v : t) m.push_back(median(v));
+  for (auto& v : t) m.push_back(canopy_bench::median(v));
   return m;
 }
 
@@ -514,6 +509,7 @@ struct sweep_options {
   bool tiles = true;
   bool full = true;
   bool profile = false;
+  bool bank_model = false;  //!< CPU-only shared-memory bank model of the tile sort, then exit
 };
 
 void sweep(canopy::context& ctx, int lg, const sweep_options& o) {
@@ -729,39 +725,33 @@ void bank_models() {
 int main(int argc, char** argv) {
   std::vector<int> sizes{24, 26, 28};
   sweep_options o;
-  const char* program = "canopy-merge-tuning";
   try {
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      if (a == "--sizes" && i + 1 < argc) sizes = canopy_bench::parse_int_list(argv[++i], program, "--sizes", 1, 30);
-      else if (a == "--runs" && i + 1 < argc) g_runs = canopy_bench::parse_int(argv[++i], program, "--runs", 1);
-      else if (a == "--no-breakdown") o.breakdown = false;
-      else if (a == "--no-tiles") o.tiles = false;
-      else if (a == "--no-full") o.full = false;
-      else if (a == "--last-pass") o.last_pass = true;
-      else if (a == "--profile-once") o.profile = true;
-      else if (a == "--bank-model") {
-        bank_models();
-        return g_failed ? 1 : 0;
-      }
-      else {
-        std::fprintf(stderr, "usage: canopy-merge-tuning [--sizes 24,26,28] [--runs 15] [--no-breakdown] [--no-tiles] "
-                             "[--no-full] [--last-pass] [--profile-once] [--bank-model]\n");
-        return 2;
-      }
-    }
+    canopy_bench::command_line cl(argc, argv, "canopy-merge-tuning");
+    while (cl.next())
+      if (cl.is("--sizes")) sizes = canopy_bench::parse_int_list(cl.value(), "canopy-merge-tuning", "--sizes", 16, 30);
+      else if (cl.is("--runs")) g_runs = cl.int_value(1);
+      else if (cl.is("--no-breakdown")) o.breakdown = false;
+      else if (cl.is("--no-tiles")) o.tiles = false;
+      else if (cl.is("--no-full")) o.full = false;
+      else if (cl.is("--last-pass")) o.last_pass = true;
+      else if (cl.is("--profile-once")) o.profile = true;
+      else if (cl.is("--bank-model")) o.bank_model = true;
+      else cl.refuse_unknown();
   } catch (const canopy_bench::bad_flag& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr,
+                 "%s\nusage: canopy-merge-tuning [--sizes 24,26,28] [--runs 15] [--no-breakdown] [--no-tiles] "
+                 "[--no-full] [--last-pass] [--profile-once] [--bank-model]\n",
+                 e.what());
     return canopy_bench::exit_bad_command_line;
+  }
+  if (o.bank_model) {  // CPU only: no device needed
+    bank_models();
+    return g_failed ? 1 : 0;
   }
   try {
     canopy::context ctx(canopy::backend_request::cuda);
     std::printf("%s\n", ctx.description().c_str());
     for (int lg : sizes) {
-      if (lg < 16 || lg > 30) {
-        std::fprintf(stderr, "canopy-merge-tuning: size 2^%d out of range 16..30\n", lg);
-        return 2;
-      }
       sweep(ctx, lg, o);
     }
   } catch (const std::exception& e) {

@@ -238,39 +238,26 @@ void sweep_u64_u32_pairs(canopy::context& ctx, int lg) {
 }
 
 
-bool wanted(const std::string& filter, const std::string& name) {
-  std::size_t p = 0;
-  while (p <= filter.size()) {
-    const std::size_t q = std::min(filter.find(',', p), filter.size());
-    if (filter.compare(p, q - p, name) == 0) return true;
-    p = q + 1;
-  }
-  return false;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<int> sizes{26, 28};
-  std::string filter = "u32_keys,u32_u32_pairs,u64_keys,u64_48bit_keys,u64_u32_pairs";
-  const char* program = "canopy-radix-tuning";
+  const std::vector<std::string> families = {"u32_keys", "u32_u32_pairs", "u64_keys", "u64_48bit_keys", "u64_u32_pairs"};
+  std::vector<std::string> filter = families;
   try {
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      if (a == "--sizes" && i + 1 < argc) sizes = canopy_bench::parse_int_list(argv[++i], program, "--sizes", 1, 30);
-      else if (a == "--runs" && i + 1 < argc) g_runs = canopy_bench::parse_int(argv[++i], program, "--runs", 1);
-      else if (a == "--warmup" && i + 1 < argc) g_warmup = canopy_bench::parse_int(argv[++i], program, "--warmup", 0);
-      else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
-      else if (a == "--shapes" && i + 1 < argc) g_shapes = argv[++i];
-      else {
-        std::fprintf(stderr,
-                     "usage: canopy-radix-tuning [--sizes 26,28] [--runs 20] [--warmup 3] [--shapes TEXT]\n"
-                     "       [--filter u32_keys,u32_u32_pairs,u64_keys,u64_48bit_keys,u64_u32_pairs]\n");
-        return 2;
-      }
-    }
+    canopy_bench::command_line cl(argc, argv, "canopy-radix-tuning");
+    while (cl.next())
+      if (cl.is("--sizes")) sizes = canopy_bench::parse_int_list(cl.value(), "canopy-radix-tuning", "--sizes", 1, 29);
+      else if (cl.is("--runs")) g_runs = cl.int_value(1);
+      else if (cl.is("--warmup")) g_warmup = cl.int_value(0);
+      else if (cl.is("--filter")) filter = canopy_bench::parse_name_list(cl.value(), "canopy-radix-tuning", "--filter", families);
+      else if (cl.is("--shapes")) g_shapes = cl.value();
+      else cl.refuse_unknown();
   } catch (const canopy_bench::bad_flag& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr,
+                 "%s\nusage: canopy-radix-tuning [--sizes 26,28] [--runs 20] [--warmup 3] [--shapes TEXT]\n"
+                 "       [--filter u32_keys,u32_u32_pairs,u64_keys,u64_48bit_keys,u64_u32_pairs]\n",
+                 e.what());
     return canopy_bench::exit_bad_command_line;
   }
   try {
@@ -283,15 +270,11 @@ int main(int argc, char** argv) {
                                                                                    : "compute_bound",
                 g_runs, g_warmup);
     for (int lg : sizes) {
-      if (lg < 1 || lg > 29) {
-        std::fprintf(stderr, "canopy-radix-tuning: size 2^%d out of range 1..29\n", lg);
-        return 2;
-      }
-      if (wanted(filter, "u32_keys")) sweep_u32_keys(ctx, lg);
-      if (wanted(filter, "u32_u32_pairs")) sweep_u32_u32_pairs(ctx, lg);
-      if (wanted(filter, "u64_keys")) sweep_u64_keys<64>(ctx, lg);
-      if (wanted(filter, "u64_48bit_keys")) sweep_u64_keys<48>(ctx, lg);
-      if (wanted(filter, "u64_u32_pairs")) sweep_u64_u32_pairs(ctx, lg);
+      if (canopy_bench::listed(filter, "u32_keys")) sweep_u32_keys(ctx, lg);
+      if (canopy_bench::listed(filter, "u32_u32_pairs")) sweep_u32_u32_pairs(ctx, lg);
+      if (canopy_bench::listed(filter, "u64_keys")) sweep_u64_keys<64>(ctx, lg);
+      if (canopy_bench::listed(filter, "u64_48bit_keys")) sweep_u64_keys<48>(ctx, lg);
+      if (canopy_bench::listed(filter, "u64_u32_pairs")) sweep_u64_u32_pairs(ctx, lg);
       std::fflush(stdout);
     }
   } catch (const std::exception& e) {

@@ -348,35 +348,28 @@ void sweep_reduce(canopy::context& ctx, int lg) {
 
 int main(int argc, char** argv) {
   std::vector<int> sizes{26, 28};
-  std::string filter = "scan_i32,scan_i64,select,reduce";
-  const char* program = "canopy-scan-tuning";
+  const std::vector<std::string> families = {"scan_i32", "scan_i64", "select", "reduce"};
+  std::vector<std::string> filter = families;
   try {
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      if (a == "--sizes" && i + 1 < argc) sizes = canopy_bench::parse_int_list(argv[++i], program, "--sizes", 1, 30);
-      else if (a == "--runs" && i + 1 < argc) g_runs = canopy_bench::parse_int(argv[++i], program, "--runs", 1);
-      else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
-      else {
-        std::fprintf(stderr, "usage: canopy-scan-tuning [--sizes 26,28] [--runs 20] [--filter scan_i32,scan_i64,select,reduce]\n");
-        return 2;
-      }
-    }
+    canopy_bench::command_line cl(argc, argv, "canopy-scan-tuning");
+    while (cl.next())
+      if (cl.is("--sizes")) sizes = canopy_bench::parse_int_list(cl.value(), "canopy-scan-tuning", "--sizes", 1, 30);
+      else if (cl.is("--runs")) g_runs = cl.int_value(1);
+      else if (cl.is("--filter")) filter = canopy_bench::parse_name_list(cl.value(), "canopy-scan-tuning", "--filter", families);
+      else cl.refuse_unknown();
   } catch (const canopy_bench::bad_flag& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr, "%s\nusage: canopy-scan-tuning [--sizes 26,28] [--runs 20] [--filter scan_i32,scan_i64,select,reduce]\n",
+                 e.what());
     return canopy_bench::exit_bad_command_line;
   }
   try {
     canopy::context ctx(canopy::backend_request::cuda);
     std::printf("%s\n", ctx.description().c_str());
     for (int lg : sizes) {
-      if (lg < 1 || lg > 30) {
-        std::fprintf(stderr, "canopy-scan-tuning: size 2^%d out of range 1..30\n", lg);
-        return 2;
-      }
-      if (filter.find("scan_i32") != std::string::npos) sweep_scan_i32(ctx, lg);
-      if (filter.find("scan_i64") != std::string::npos) sweep_scan_i64(ctx, lg);
-      if (filter.find("select") != std::string::npos) sweep_select(ctx, lg);
-      if (filter.find("reduce") != std::string::npos) sweep_reduce(ctx, lg);
+      if (canopy_bench::listed(filter, "scan_i32")) sweep_scan_i32(ctx, lg);
+      if (canopy_bench::listed(filter, "scan_i64")) sweep_scan_i64(ctx, lg);
+      if (canopy_bench::listed(filter, "select")) sweep_select(ctx, lg);
+      if (canopy_bench::listed(filter, "reduce")) sweep_reduce(ctx, lg);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "canopy-scan-tuning: %s\n", e.what());
