@@ -22,7 +22,7 @@ TARGETS = [  # variant, minimum ratio at 2^26 and 2^28, extra condition text
 
 
 def lg(n):
-    return f"2^{n.bit_length() - 1}" if n & (n - 1) == 0 else str(n)
+    return f"2^{n.bit_length() - 1}" if n > 0 and n & (n - 1) == 0 else str(n)
 
 
 def main():
