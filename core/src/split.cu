@@ -167,9 +167,7 @@ void split_records_by_category(context& ctx, span<const std::uint8_t> categories
   require(num_bins >= 1 && num_bins <= 256, function, "num_bins",
           "must lie in [1, 256] (one 8-bit split pass), got " + std::to_string(num_bins));
   require(n <= 0xffffffffull, function, "in", "more than 2^32 - 1 records do not fit a 32-bit index");
-  require(!overlaps(span<const std::byte>(in, n * record_bytes, ctx.space()),
-                    span<const std::byte>(out, n * record_bytes, ctx.space())),
-          function, "out", "overlaps in");
+  require(!ranges_overlap(in, n * record_bytes, out, n * record_bytes), function, "out", "overlaps in");
   if (n == 0) return;
   buffer<std::uint32_t> keys(ctx, n);
   for_each(ctx, n, widen_categories{categories, keys.view()});

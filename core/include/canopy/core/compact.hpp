@@ -48,7 +48,7 @@ void run_select(context& ctx, const char* fn, span<const T> in, span<T> out, spa
   require(count.size() == 1, fn, "count", "must hold exactly 1 element, holds " + std::to_string(count.size()));
   require(out.size() >= in.size(), fn, "out",
           "holds " + std::to_string(out.size()) + " elements, needs in.size() = " + std::to_string(in.size()));
-  require(!ranges_overlap(in.data(), in.size_bytes(), out.data(), out.size_bytes()), fn, "out",
+  require(!overlaps(in, out), fn, "out",
           "overlaps in (compaction is not in place)");
   if (ctx.is_cuda()) {
 #if CANOPY_HAS_CUDA

@@ -47,8 +47,8 @@ struct merge_shape {
 
 //! Threads per block and items per thread of merge sort. Items stay odd so that blocked shared
 //! accesses at stride Items are free of bank conflicts (measured on H200, 2^26 u32 keys: 256 x 15
-//! takes 3.4 ms, 256 x 16 takes 5.9 ms); a tile (threads * items items of key + value) stays under
-//! 48 KiB of static shared memory. Larger tiles mean fewer device-wide passes: 256 x 23 measured
+//! takes 3.4 ms, 256 x 16 takes 5.9 ms); a tile (threads * items items of key + value) of larger
+//! records stays within 40 KiB of static shared memory (the 40960 below; the static limit is 48 KiB). Larger tiles mean fewer device-wide passes: 256 x 23 measured
 //! best for the merge blocks of 4-byte keys. The tile sort of 4-byte keys (keys only) uses
 //! 512 x 23 = 11776 items: one merge pass fewer than 5888-item tiles at 2^26 (13 instead of 14) and
 //! 2^28 (15 instead of 16) for one more shared-memory merge round (measured 2^26: 3.146 -> 3.127 ms,
@@ -116,7 +116,10 @@ void merge_launch(bool pdl, void (*kernel)(Params...), unsigned grid, unsigned b
   config.attrs = attribute;
   config.numAttrs = pdl ? 1 : 0;
   const cudaError_t status = cudaLaunchKernelEx(&config, kernel, Params(args)...);
-  if (status != cudaSuccess) throw_cuda_error(static_cast<int>(status), what, __FILE__, __LINE__);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();  // a refused launch is reported here, not by the next launch's check
+    throw_cuda_error(static_cast<int>(status), what, __FILE__, __LINE__);
+  }
 }
 
 //! Sorts n >= 2 items on ctx's stream: one tile-sort pass (SortThreads x Items items per tile), then

@@ -194,6 +194,8 @@ void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) 
 //! Runs the passes of `job` on ctx's backend. n == 0 or an empty bit range does nothing.
 template <class K, class V>
 void lsd_run(context& ctx, const lsd_job<K, V>& job, const char* function) {
+  // The CUDA pass kernel of a keys-only job always writes keys: only pairs may drop them.
+  if constexpr (std::is_same_v<V, no_value>) require(job.keep_keys, function, "keys", "internal: a keys-only job must keep its keys");
   if (job.n == 0 || job.end_bit <= job.begin_bit) return;
   if (ctx.is_cuda()) {
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
