@@ -66,8 +66,8 @@ void run_scan(context& ctx, const char* fn, span<const T> in, span<T> out, span<
 
 //! out[i] = in[0] op in[1] op ... op in[i].
 //! Complexity O(n) work. Temporary memory: CUDA one look-back descriptor per tile plus under 512
-//! bytes of padding and tile counter. Plain sums/min/max of 4- and 8-byte values on sm_90 (the
-//! persistent kernel): 8 bytes per 8192 elements (4-byte T, ≈ n/1024 bytes) or 16 bytes per 4096
+//! bytes of padding and tile counter. Plain scans of 4- and 8-byte values under plus, minimum,
+//! maximum or multiplies, with 16-byte aligned in and out, on sm_90 (the persistent kernel): 8 bytes per 8192 elements (4-byte T, ≈ n/1024 bytes) or 16 bytes per 4096
 //! (8-byte T, ≈ n/256 bytes); otherwise 8 bytes per 32768 elements (T of up to 4 bytes, ≈ n/4096
 //! bytes) or 16 bytes per 4096 (8-byte T);
 //! host one value per chunk. Throws invalid_argument for mismatched lengths, null spans with n > 0,

@@ -31,7 +31,9 @@ namespace canopy {
 //! keys_in and keys_out must not overlap. O(n) work, one pass over the data on the GPU.
 //! Temporary memory (CUDA): 1 KiB of look-back state (256 digit counts) per tile of 384 threads x
 //! items per thread: 9984 records (4-byte keys alone), 9216 (4-byte keys and values), 6912 (8-byte keys,
-//! 4-byte values) or 6144 (8-byte keys, or 8-byte values), i.e. 0.10 to 0.17 bytes per record, plus
+//! 4-byte values) or 6144 (8-byte keys, or 8-byte values), i.e. 0.10 to 0.17 bytes per record, on
+//! devices of high bandwidth per SM clock (H200); on lower ones (H100) 11520 (4-byte keys), 8448 (4-byte
+//! keys and values) or 9984 (8-byte keys), 0.09 to 0.17 bytes per record; plus
 //! 1 KiB of digit histogram and 128 bytes of tile counters. Host: 2 KiB per chunk of at least 64 Ki records.
 //! Key: uint32_t, int32_t, float, uint64_t, int64_t, double.
 template <class Key>

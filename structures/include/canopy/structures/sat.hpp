@@ -28,7 +28,8 @@
 //     so that every look-back goes to an earlier tile); each tile publishes its row sums and column sums
 //     and finds its row carries (from tiles to its left) and column carries (from tiles above) by
 //     decoupled look-back, as in a single-pass scan, but in two dimensions. Where 4 pixels are
-//     exactly 16 bytes (RGBA8, RG16, R32F/U; rows a multiple of 16 bytes) the blocks are
+//     exactly 16 bytes (RGBA8, RG16, R32F/U; a 16-byte aligned image whose rows are a multiple of
+//     16 bytes) the blocks are
 //     persistent and copy their next tile's image into shared memory while working on the current
 //     one; this relies on all of the kernel's blocks (as many as fit at once) becoming resident.
 //   - two_pass: the plain baseline. Row prefix sums (one warp per row), then column prefix sums

@@ -32,7 +32,8 @@ void launch_reduce(context& ctx, const T* in, std::size_t n, T* out, std::size_t
 }
 
 //! The register-kernel reduction with an explicit block size and rows in flight per thread
-//! (bench/tuning sweeps these; cuda_reduce falls back to it with the tuning.hpp defaults).
+//! (canopy-scan-tuning times it as the register-kernel reference; cuda_reduce falls back to it with
+//! the tuning.hpp defaults).
 template <class T, class Op, int Block, int Unroll>
 void cuda_reduce_shaped(context& ctx, const T* in, std::size_t n, T* result, T identity, Op op) {
   constexpr std::size_t block_items = std::size_t(Block) * Unroll * tuning::vector_elements<T>();

@@ -98,8 +98,8 @@ int persistent_scan_blocks_per_sm(const context& ctx) {
 
 //! Plain scan through persistent_scan_kernel (scan_kernels.cuh). Returns false, having launched
 //! nothing that writes `out`, when that kernel cannot take this call: misaligned pointers, no
-//! sm_90 code or device, or a grid the runtime cannot make co-resident (the cooperative launch is
-//! refused, e.g. while other work holds part of the GPU). The caller then runs the one-block-per-tile
+//! sm_90 code or device, or a grid the runtime will not launch as co-resident (the cooperative launch is
+//! refused when the grid exceeds what the device can hold at once, e.g. under an MPS SM limit). The caller then runs the one-block-per-tile
 //! kernel. `max_grid` (0: none) caps the grid below one wave, for tests that need many tiles per
 //! block at small sizes; `profile` receives 16 words per tile from shapes with persist_profile.
 template <class T, class Op, class Shape = tuning::plain_persistent_shape<T>>
