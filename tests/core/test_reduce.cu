@@ -142,11 +142,11 @@ TEST_P(ReduceTest, RefusesBadArguments) {
 
 CANOPY_INSTANTIATE_BACKENDS(ReduceTest);
 
+class CudaReduce : public canopy_test::CudaTest {};
+
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
-TEST(CudaReduce, At2Pow28MatchesHostAndCub) {
-  std::string why;
-  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
-  canopy::context ctx(canopy::backend_request::cuda);
+TEST_F(CudaReduce, At2Pow28MatchesHostAndCub) {
+  canopy::context& ctx = this->ctx();
   for (int lg : {26, 28}) {
     const std::size_t n = std::size_t(1) << lg;
     std::vector<std::int32_t> h(n);
@@ -169,10 +169,8 @@ TEST(CudaReduce, At2Pow28MatchesHostAndCub) {
 // The streamed bulk-copy reduction, called directly (so that a fallback cannot make the test pass):
 // sizes around its chunks, a ragged tail, capped grids that cycle through the stages many times;
 // max with a planted extreme at the very end checks that the tail is folded.
-TEST(CudaReduce, BulkKernelMatchesHost) {
-  std::string why;
-  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
-  canopy::context ctx(canopy::backend_request::cuda);
+TEST_F(CudaReduce, BulkKernelMatchesHost) {
+  canopy::context& ctx = this->ctx();
   using canopy::plus;
   for (std::size_t n : {std::size_t(1), std::size_t(4097), std::size_t(32768) * 4 + 3, std::size_t(999983)}) {
     std::vector<std::int32_t> h(n);
@@ -191,6 +189,7 @@ TEST(CudaReduce, BulkKernelMatchesHost) {
     }
     const bool bulk_max = canopy::detail::cuda_reduce_bulk<std::int32_t, canopy::maximum<std::int32_t>, 256, 16384, 6>(
         ctx, in.data(), n, out.data(), std::numeric_limits<std::int32_t>::lowest(), canopy::maximum<std::int32_t>{});
+    EXPECT_EQ(bulk_max, n >= 4 * 4096) << n;  // the same conditions as the sum above
     if (bulk_max) EXPECT_EQ(got(), 5000) << "bulk max n=" << n;
   }
 }

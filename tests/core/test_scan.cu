@@ -367,12 +367,12 @@ TEST_P(ScanTest, RefusesBadArguments) {
 
 CANOPY_INSTANTIATE_BACKENDS(ScanTest);
 
+class CudaScan : public canopy_test::CudaTest {};
+
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
 // GPU-only: the sizes the issue names, and GPU == host.
-TEST(CudaScan, Int32At2Pow28MatchesHost) {
-  std::string why;
-  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
-  canopy::context ctx(canopy::backend_request::cuda);
+TEST_F(CudaScan, Int32At2Pow28MatchesHost) {
+  canopy::context& ctx = this->ctx();
   const std::size_t n = std::size_t(1) << 28;
   std::vector<std::int32_t> in(n);
   std::mt19937 rng(18);
@@ -389,10 +389,8 @@ TEST(CudaScan, Int32At2Pow28MatchesHost) {
   expect_equal_vectors(bin.to_host(), want, "2^28 exclusive in place");
 }
 
-TEST(CudaScan, SegmentedLargeMatchesHost) {
-  std::string why;
-  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
-  canopy::context ctx(canopy::backend_request::cuda);
+TEST_F(CudaScan, SegmentedLargeMatchesHost) {
+  canopy::context& ctx = this->ctx();
   const std::size_t n = (std::size_t(1) << 25) + 3;
   std::vector<std::int64_t> in(n);
   std::mt19937 rng(19);
@@ -440,10 +438,8 @@ void check_persistent_scan(canopy::context& ctx, std::size_t n, bool exclusive, 
   expect_equal_vectors(in_place ? bin.to_host() : bout.to_host(), want, what);
 }
 
-TEST(CudaScan, PersistentKernelLargeSizesAndTypes) {
-  std::string why;
-  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
-  canopy::context ctx(canopy::backend_request::cuda);
+TEST_F(CudaScan, PersistentKernelLargeSizesAndTypes) {
+  canopy::context& ctx = this->ctx();
   const int sms = std::max(ctx.device().multiprocessors, 1);
   using S32 = canopy::detail::tuning::plain_persistent_shape<std::int32_t>;
   using S64 = canopy::detail::tuning::plain_persistent_shape<std::int64_t>;
@@ -476,10 +472,8 @@ TEST(CudaScan, PersistentKernelLargeSizesAndTypes) {
 
 // Small sizes on capped grids (1-3 blocks): each block cycles through its stages many times; fast
 // enough for the sanitizers.
-TEST(CudaScan, PersistentKernelSmallGrids) {
-  std::string why;
-  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
-  canopy::context ctx(canopy::backend_request::cuda);
+TEST_F(CudaScan, PersistentKernelSmallGrids) {
+  canopy::context& ctx = this->ctx();
   using S32 = canopy::detail::tuning::plain_persistent_shape<std::int32_t>;
   using S64 = canopy::detail::tuning::plain_persistent_shape<std::int64_t>;
   for (std::size_t grid : {std::size_t(1), std::size_t(2), std::size_t(3)})
@@ -493,10 +487,8 @@ TEST(CudaScan, PersistentKernelSmallGrids) {
 
 // The other persistent shapes canopy-scan-tuning measures (evict-first loads, 64 KB tiles with one
 // block per SM, 24 KB tiles with three), on capped grids.
-TEST(CudaScan, PersistentKernelShapes) {
-  std::string why;
-  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
-  canopy::context ctx(canopy::backend_request::cuda);
+TEST_F(CudaScan, PersistentKernelShapes) {
+  canopy::context& ctx = this->ctx();
   namespace tn = canopy::detail::tuning;
   using EvictFirst = tn::persistent_scan_shape<std::int32_t, 512, 4, 3, 2, 1, tn::persist_evict_first_loads>;
   using Big = tn::persistent_scan_shape<std::int32_t, 512, 8, 3, 1>;
@@ -526,10 +518,8 @@ struct affine_then {  // first x, then y
 };
 std::ostream& operator<<(std::ostream& os, const affine& f) { return os << "(" << f.a << ", " << f.b << ")"; }
 
-TEST(CudaScan, NonCommutativeEightByteValues) {
-  std::string why;
-  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
-  canopy::context ctx(canopy::backend_request::cuda);
+TEST_F(CudaScan, NonCommutativeEightByteValues) {
+  canopy::context& ctx = this->ctx();
   static_assert(!canopy::detail::is_commutative<affine_then>::value, "must take the fallback");
   for (std::size_t n : {std::size_t(3), std::size_t(70001), std::size_t(1) << 21}) {
     std::vector<affine> in(n);
@@ -547,10 +537,8 @@ TEST(CudaScan, NonCommutativeEightByteValues) {
 }
 
 // Misaligned pointers: the persistent kernel steps aside and the one-block-per-tile kernel runs.
-TEST(CudaScan, PersistentKernelRefusesMisalignedPointers) {
-  std::string why;
-  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << why;
-  canopy::context ctx(canopy::backend_request::cuda);
+TEST_F(CudaScan, PersistentKernelRefusesMisalignedPointers) {
+  canopy::context& ctx = this->ctx();
   canopy::buffer<std::int32_t> b(ctx, 100);
   EXPECT_FALSE((canopy::detail::launch_persistent_scan<std::int32_t, canopy::plus<std::int32_t>>(
       ctx, b.data() + 1, b.data() + 1, 50, nullptr, canopy::plus<std::int32_t>{})));
