@@ -91,7 +91,16 @@ struct scan_case {
     // The grid, by the dispatch's rule (one wave, at most one block per tile).
     const int per_sm = canopy::detail::persistent_scan_blocks_per_sm<T, canopy::plus<T>, Shape>(ctx);
     const std::size_t grid = std::min<std::size_t>(tiles, std::size_t(per_sm) * ctx.device().multiprocessors);
-    std::vector<double> wait, scan, look, store, iter, polls, look_ns, lead_ns;
+    std::vector<double> wait, scan, look, store, iter, polls, look_ns, lead_ns, first_look_ns, first_end_ns;
+    unsigned long long t_start = ~0ull, t_end = 0;
+    for (std::size_t t = 0; t < tiles; ++t) {
+      t_start = std::min(t_start, h[16 * t]);
+      t_end = std::max(t_end, h[16 * t + 1]);
+    }
+    for (std::size_t t = 0; t < grid; ++t) {  // the first round: look-backs over unfinished tiles
+      first_look_ns.push_back(double(h[16 * t + 1]) - double(h[16 * t + 2]));
+      first_end_ns.push_back(double(h[16 * t + 1]) - double(t_start));
+    }
     for (std::size_t t = grid; t < tiles; ++t) {
       const unsigned long long* r = &h[16 * t];
       wait.push_back(double(r[11] - r[10]));
@@ -120,10 +129,13 @@ struct scan_case {
     }
     std::printf("profile %-34s n=2^%d G=%zu tiles=%zu | cycles p50/p90: data+lds %.0f/%.0f scan+bar %.0f/%.0f "
                 "lookback+bar %.0f/%.0f stores %.0f/%.0f iter %.0f/%.0f | polls p50/p90/max %.0f/%.0f/%.0f | "
-                "lookback ns p50/p90 %.0f/%.0f | early-agg lead ns p50/p10 %.0f/%.0f | round period ns p50 %.0f\n",
+                "lookback ns p50/p90 %.0f/%.0f | early-agg lead ns p50/p10 %.0f/%.0f | round period ns p50 %.0f | "
+                "first round: lookback ns p50/max %.0f/%.0f, done after start ns p50/max %.0f/%.0f | "
+                "first start to last look-back end ns %.0f\n",
                 label, lg, grid, tiles, q(wait, .5), q(wait, .9), q(scan, .5), q(scan, .9), q(look, .5), q(look, .9),
                 q(store, .5), q(store, .9), q(iter, .5), q(iter, .9), q(polls, .5), q(polls, .9), q(polls, 1.0),
-                q(look_ns, .5), q(look_ns, .9), q(lead_ns, .5), q(lead_ns, .1), q(period, .5));
+                q(look_ns, .5), q(look_ns, .9), q(lead_ns, .5), q(lead_ns, .1), q(period, .5), q(first_look_ns, .5),
+                q(first_look_ns, 1.0), q(first_end_ns, .5), q(first_end_ns, 1.0), double(t_end - t_start));
   }
 
   //! The persistent kernel with an explicit shape; a refused launch (fallback) is reported as a failure.
@@ -212,12 +224,12 @@ void sweep_scan_i32(canopy::context& ctx, int lg) {
   c.run_public("public inclusive_scan (dispatch)");
   c.run<canopy::detail::tuning::plain_scan_shape<T>>("block per tile 128B x1024 (old default)");
   c.run_persistent<canopy::detail::tuning::plain_persistent_shape<T>>("persist 32KB x3 x2 (default)");
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, X>>("DIAG persist 32KB x3 x2, NO look-back", false);
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F>>("persist 32KB x3 x2, evict-first loads");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, X | F>>("DIAG persist 32KB x3 x2, NO look-back", false);
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2>>("persist 32KB x3 x2, normal loads");
   c.run_persistent<persistent_scan_shape<T, 384, 4, 3, 3>>("persist 24KB x3 x3 blocks");
   c.run_persistent<persistent_scan_shape<T, 512, 8, 3, 1>>("persist 64KB(512thr) x3 x1 block");
-  c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P>>("32KB x3 x2 (default)");
-  c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P | X>>("32KB x3 x2 NO look-back");
+  c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P | F>>("32KB x3 x2 (default)");
+  c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P | X | F>>("32KB x3 x2 NO look-back");
 }
 
 void sweep_scan_i64(canopy::context& ctx, int lg) {
@@ -231,7 +243,7 @@ void sweep_scan_i64(canopy::context& ctx, int lg) {
   c.run_public("public exclusive_scan (dispatch)");
   c.run<canopy::detail::tuning::plain_scan_shape<T>>("block per tile 128B x256 mb4 (old default)");
   c.run_persistent<canopy::detail::tuning::plain_persistent_shape<T>>("persist 32KB x3 x2 (default)");
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F>>("persist 32KB x3 x2, evict-first loads");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2>>("persist 32KB x3 x2, normal loads");
   c.run_persistent<persistent_scan_shape<T, 384, 4, 3, 3>>("persist 24KB x3 x3 blocks");
 }
 

@@ -485,12 +485,12 @@ TEST_F(CudaScan, PersistentKernelSmallGrids) {
     }
 }
 
-// The other persistent shapes canopy-scan-tuning measures (evict-first loads, 64 KB tiles with one
+// The other persistent shapes canopy-scan-tuning measures (plain bulk loads, 64 KB tiles with one
 // block per SM, 24 KB tiles with three), on capped grids.
 TEST_F(CudaScan, PersistentKernelShapes) {
   canopy::context& ctx = this->ctx();
   namespace tn = canopy::detail::tuning;
-  using EvictFirst = tn::persistent_scan_shape<std::int32_t, 512, 4, 3, 2, 1, tn::persist_evict_first_loads>;
+  using NormalLoads = tn::persistent_scan_shape<std::int32_t, 512, 4, 3, 2>;  // the default minus evict-first
   using Big = tn::persistent_scan_shape<std::int32_t, 512, 8, 3, 1>;
   using Three = tn::persistent_scan_shape<std::int64_t, 384, 4, 3, 3>;
   using Plus32 = canopy::plus<std::int32_t>;
@@ -498,7 +498,7 @@ TEST_F(CudaScan, PersistentKernelShapes) {
   for (std::size_t grid : {std::size_t(1), std::size_t(2), std::size_t(5)})
     for (bool exclusive : {false, true}) {
       for (std::size_t n : {std::size_t(Big::tile_items) * 13 + 7, std::size_t(Big::tile_items) * 4, std::size_t(100)}) {
-        check_persistent_scan<std::int32_t, Plus32, EvictFirst>(ctx, n, exclusive, exclusive, 0, Plus32{}, 28, grid);
+        check_persistent_scan<std::int32_t, Plus32, NormalLoads>(ctx, n, exclusive, exclusive, 0, Plus32{}, 28, grid);
         check_persistent_scan<std::int32_t, Plus32, Big>(ctx, n, exclusive, !exclusive, 0, Plus32{}, 29, grid);
       }
       check_persistent_scan<std::int64_t, Plus64, Three>(ctx, std::size_t(Three::tile_items) * 11 + 1, exclusive,

@@ -123,12 +123,14 @@ constexpr bool persistent_scan_supports() {
 }
 
 //! The persistent plain scan's default shape: 512 threads x 4 rows (32 KB tiles), 3 stages, 2 blocks
-//! per SM = 192 KB of stages per SM (64 KB of loads ahead of each block). H100, session 3, run 11
-//! (docs/performance/scan.md): 2^28 i32 inclusive 0.765 ms (CUB 0.886, copy 0.720), i64 exclusive
-//! 1.488 ms (CUB 1.585); 24 KB x 3 blocks within 1.5%, 64 KB x 1 block 3% slower, wider look-back
-//! windows 3-10% slower (run 10), evict-first bulk loads within noise.
+//! per SM = 192 KB of stages per SM (64 KB of loads ahead of each block), evict-first bulk loads.
+//! H100, session 3, run 11 (docs/performance/scan.md): 2^28 i32 inclusive 0.765 ms (CUB 0.886, copy
+//! 0.720), i64 exclusive 1.488 ms (CUB 1.585); 24 KB x 3 blocks within 1.5%, 64 KB x 1 block 3%
+//! slower, wider look-back windows 3-10% slower (run 10). Session 4, run 13 (GPU-only timing):
+//! evict-first loads 1.9% / 1.0% faster at 2^26 / 2^28 i32 and 0.9% / 0.5% for i64 (within noise
+//! in run 11); bulk shared -> global stores 1-2% slower; a staggered start within 0.5%.
 template <class T>
-using plain_persistent_shape = persistent_scan_shape<T, 512, 4, 3, 2>;
+using plain_persistent_shape = persistent_scan_shape<T, 512, 4, 3, 2, 1, persist_evict_first_loads>;
 
 //! Select/partition tile: for values of up to 4 bytes 4 blocks per SM (63 registers, no spills;
 //! 2^28 u32 50%: 0.632 -> 0.572 ms, CUB 0.596, run 6); larger values keep default_scan_shape.
