@@ -132,6 +132,10 @@ context::context(const context_options& options) {
     owned_resource_ = std::make_unique<cuda_pool_resource>(options.device);
     resource_ = owned_resource_.get();
   }
+  constexpr std::size_t check_bytes = std::size_t(device_check::count) * sizeof(unsigned);
+  CANOPY_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&check_host_), check_bytes, cudaHostAllocMapped));
+  std::memset(check_host_, 0, check_bytes);
+  CANOPY_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&check_device_), check_host_, 0));
 #endif
 }
 
@@ -140,6 +144,7 @@ context::~context() {
   if (backend_ == backend::cuda) {
     cudaStreamSynchronize(stream_);
     owned_resource_.reset();
+    if (check_host_) cudaFreeHost(check_host_);
     if (owns_stream_) cudaStreamDestroy(stream_);
   }
 #endif
@@ -160,7 +165,28 @@ std::string context::description() const {
 
 void context::synchronize() const {
 #if CANOPY_HAS_CUDA
-  if (is_cuda()) CANOPY_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (!is_cuda()) return;
+  CANOPY_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (check_host_ == nullptr) return;
+  struct message {
+    const char* function;
+    const char* argument;
+    const char* reason;
+  };
+  static constexpr message what[] = {
+      {"canopy::gather_records", "gather_index",
+       "has an entry >= the number of records of in (found on the device; the output records of such entries "
+       "were left unchanged)"},
+      {"canopy::scatter_records", "scatter_index",
+       "has an entry >= the number of records of out (found on the device; the input records of such entries "
+       "were not written)"}};
+  static_assert(sizeof(what) / sizeof(what[0]) == std::size_t(device_check::count), "one message per check");
+  volatile unsigned* flags = check_host_;
+  for (std::size_t i = 0; i < std::size_t(device_check::count); ++i) {
+    if (flags[i] == 0) continue;
+    for (std::size_t j = 0; j < std::size_t(device_check::count); ++j) flags[j] = 0;
+    detail::throw_invalid_argument(what[i].function, what[i].argument, what[i].reason);
+  }
 #endif
 }
 

@@ -48,14 +48,17 @@ void move_records(context& ctx, span<const std::byte> in, span<std::byte> out, s
     const std::size_t total = n * words;
     const std::size_t max_blocks = std::size_t(std::max(ctx.device().multiprocessors, 1)) * 16;
     const auto blocks = unsigned(std::min((total + 255) / 256, max_blocks));
+    const device_check check =
+        scatter ? device_check::scatter_index_out_of_range : device_check::gather_index_out_of_range;
+    unsigned* bad_index = ctx.device_check_flags() + int(check);
     auto launch = [&](auto w) {
       using W = decltype(w);
       const W* src = reinterpret_cast<const W*>(in.data());
       W* dst = reinterpret_cast<W*>(out.data());
       if (scatter)
-        detail::move_records_kernel<W, true><<<blocks, 256, 0, ctx.stream()>>>(src, dst, index.data(), n, words, limit);
+        detail::move_records_kernel<W, true><<<blocks, 256, 0, ctx.stream()>>>(src, dst, index.data(), n, words, limit, bad_index);
       else
-        detail::move_records_kernel<W, false><<<blocks, 256, 0, ctx.stream()>>>(src, dst, index.data(), n, words, limit);
+        detail::move_records_kernel<W, false><<<blocks, 256, 0, ctx.stream()>>>(src, dst, index.data(), n, words, limit, bad_index);
       CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::move_records_kernel");
     };
     if (word == 16)

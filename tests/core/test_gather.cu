@@ -146,7 +146,9 @@ TEST(HostGather, OutOfRangeIndexIsRefused) {
       {"canopy::gather_records", "gather_index", "entry 2 = 4"});
 }
 
-TEST(CudaGather, OutOfRangeEntriesAreSkippedAndTheRestMoved) {
+// The CUDA backend cannot refuse a bad index before the kernel runs: the kernel skips it, moves the
+// rest, and the context's next synchronisation throws naming the argument; the flag is then clear.
+TEST(CudaGather, OutOfRangeEntriesAreSkippedAndReportedAtTheNextSynchronisation) {
   std::string why;
   if (!canopy::cuda_usable(&why)) GTEST_SKIP() << "CUDA backend unusable here: " << why;
   canopy::context ctx(canopy::backend_request::cuda);
@@ -158,11 +160,31 @@ TEST(CudaGather, OutOfRangeEntriesAreSkippedAndTheRestMoved) {
   dout.assign(sentinel);
   didx.assign(std::vector<std::uint32_t>{3, 100000, 0, 4});
   canopy::gather_records(ctx, din.view(), dout.view(), 32, didx.view());
-  const auto got = dout.to_host();
+  expect_error<canopy::invalid_argument>([&] { ctx.synchronize(); },
+                                         {"canopy::gather_records", "gather_index", "found on the device"});
+  const auto got = dout.to_host();  // reported once: this synchronisation does not throw again
   EXPECT_EQ(std::memcmp(&got[0], &in[3 * 32], 32), 0);
   EXPECT_EQ(std::memcmp(&got[32], &sentinel[0], 32), 0);
   EXPECT_EQ(std::memcmp(&got[64], &in[0], 32), 0);
   EXPECT_EQ(std::memcmp(&got[96], &sentinel[0], 32), 0);
+
+  // Scatter: reported through buffer::to_host (which synchronises); in-range records land.
+  dout.assign(sentinel);
+  didx.assign(std::vector<std::uint32_t>{1, 7, 2, 0});
+  canopy::scatter_records(ctx, din.view(), dout.view(), 32, didx.view());
+  expect_error<canopy::invalid_argument>([&] { (void)dout.to_host(); },
+                                         {"canopy::scatter_records", "scatter_index", "found on the device"});
+  const auto scattered = dout.to_host();
+  EXPECT_EQ(std::memcmp(&scattered[32], &in[0], 32), 0);
+  EXPECT_EQ(std::memcmp(&scattered[64], &in[2 * 32], 32), 0);
+  EXPECT_EQ(std::memcmp(&scattered[0], &in[3 * 32], 32), 0);
+  EXPECT_EQ(std::memcmp(&scattered[96], &sentinel[0], 32), 0);
+
+  // A valid gather afterwards reports nothing.
+  didx.assign(std::vector<std::uint32_t>{0, 1, 2, 3});
+  canopy::gather_records(ctx, din.view(), dout.view(), 32, didx.view());
+  EXPECT_NO_THROW(ctx.synchronize());
+  EXPECT_EQ(dout.to_host(), in);
 }
 
 TEST(CudaGather, LargeRecordsMatchHost) {

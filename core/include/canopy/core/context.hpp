@@ -62,6 +62,14 @@ struct context_options {
   memory_resource* resource = nullptr;     //!< an external resource; must outlive the context
 };
 
+//! Checks that a kernel makes but cannot act on (stopping would need a synchronisation): it sets
+//! the flag, the context reports it at its next synchronisation (see context::synchronize).
+enum class device_check : unsigned {
+  gather_index_out_of_range = 0,   //!< gather_records: an entry of gather_index >= the records of in
+  scatter_index_out_of_range = 1,  //!< scatter_records: an entry of scatter_index >= the records of out
+  count
+};
+
 //! Carries the backend, CUDA stream and memory resource. Non-copyable; buffers made from a
 //! context keep a pointer to its resource, so the context must outlive them.
 class context {
@@ -83,8 +91,16 @@ class context {
   const device_info& device() const noexcept { return device_; }
   //! One line: backend, device name and key properties.
   std::string description() const;
-  //! Waits until all work on the context's stream is done (no-op on the host).
+  //! Waits until all work on the context's stream is done (no-op on the host). Then, if a kernel
+  //! since the last synchronisation set a device_check flag (e.g. a gather index out of range, whose
+  //! records the kernel skipped), clears the flags and throws canopy::invalid_argument naming the
+  //! function and argument. Copies to host memory through buffer::to_host synchronise this way too.
   void synchronize() const;
+
+  //! Device-visible flags, one word per device_check, in mapped pinned host memory (allocated with
+  //! the context; null on the host backend, whose functions check their arguments up front).
+  //! Kernels store 1 into flags[int(check)]; nothing else writes them.
+  unsigned* device_check_flags() const noexcept { return check_device_; }
 
  private:
   backend backend_ = backend::host;
@@ -93,6 +109,8 @@ class context {
   memory_resource* resource_ = nullptr;
   std::unique_ptr<memory_resource> owned_resource_;
   device_info device_;
+  unsigned* check_host_ = nullptr;    // device_check flags, host view (mapped pinned memory)
+  unsigned* check_device_ = nullptr;  // the same words, device view
 };
 
 }  // namespace canopy

@@ -7,9 +7,11 @@
 // large records = sort_gather_index() (split.hpp) + gather_records().
 //
 // Index entries must be < the number of records they address (in for gather, out for scatter).
-// The host backend checks this and throws invalid_argument; the CUDA backend does not check (a
-// check would need a stream synchronisation) and skips out-of-range entries without touching
-// memory outside the buffers (the affected output records are left unchanged).
+// The host backend checks this up front and throws invalid_argument. The CUDA backend checks on the
+// device (throwing at once would need a stream synchronisation): it skips out-of-range entries
+// without touching memory outside the buffers (the affected output records are left unchanged) and
+// the context's next synchronisation (context::synchronize, buffer::to_host) throws
+// invalid_argument naming the index argument (device_check in context.hpp).
 // in and out must not overlap. Neither function synchronises the stream.
 #pragma once
 

@@ -15,20 +15,25 @@
 
 namespace canopy::detail {
 
-//! scatter == false: out[r] = in[index[r]] (index entries >= limit skipped);
+//! scatter == false: out[r] = in[index[r]];
 //! scatter == true:  out[index[r]] = in[r].   r < records; limit is the addressed buffer's count.
+//! Index entries >= limit are skipped and raise `bad_index` (the context's device_check flag, which
+//! its next synchronisation reports), so that no access leaves the buffers.
 template <class W, bool Scatter>
 __global__ void __launch_bounds__(256) move_records_kernel(const W* __restrict__ in, W* __restrict__ out,
                                                            const std::uint32_t* __restrict__ index,
                                                            std::size_t records, std::uint32_t words_per_record,
-                                                           std::size_t limit) {
+                                                           std::size_t limit, unsigned* bad_index) {
   const std::size_t total = records * words_per_record;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   for (std::size_t t = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += stride) {
     const std::size_t r = t / words_per_record;
     const std::size_t w = t - r * words_per_record;
     const std::size_t target = __ldg(index + r);
-    if (target >= limit) continue;
+    if (target >= limit) {
+      if (w == 0) *reinterpret_cast<volatile unsigned*>(bad_index) = 1u;
+      continue;
+    }
     if (Scatter)
       out[target * words_per_record + w] = in[r * words_per_record + w];
     else
