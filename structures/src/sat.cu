@@ -13,6 +13,13 @@
 
 namespace canopy {
 
+namespace detail::sat {
+testing_hooks& testing() {
+  static testing_hooks hooks;
+  return hooks;
+}
+}  // namespace detail::sat
+
 const char* to_string(sat_algorithm a) noexcept {
   switch (a) {
     case sat_algorithm::automatic: return "automatic";
@@ -54,7 +61,8 @@ struct single_pass_choice {
   static constexpr auto poll = detail::sat::look_back_poll::lean;
 };
 
-//! Blocks of the persistent (prefetching) kernel that fit on the device at once, cached per device.
+//! Blocks of the persistent (prefetching) kernel that fit on the device at once, cached per device;
+//! 0 where the device cannot launch cooperatively (the one-tile-per-block mode runs instead).
 //! The kernel asks for the largest shared-memory carveout, so that this count is what runs.
 template <class In, class Table, int C>
 std::size_t resident_prefetch_blocks(const context& ctx) {
@@ -65,14 +73,52 @@ std::size_t resident_prefetch_blocks(const context& ctx) {
   static thread_local int cached_device = -1;
   static thread_local int per_sm = 0;
   if (cached_device != ctx.device().ordinal) {
-    // Static and dynamic shared memory together may pass the default 48 KB: opt in.
-    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_bytes));
-    CANOPY_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-    CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::block_threads, dynamic_bytes));
+    int cooperative = 0;
+    CANOPY_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, ctx.device().ordinal));
+    per_sm = 0;
+    if (cooperative) {
+      // Static and dynamic shared memory together may pass the default 48 KB: opt in.
+      CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_bytes));
+      CANOPY_CUDA_CHECK(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+      CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::block_threads, dynamic_bytes));
+    }
     cached_device = ctx.device().ordinal;
   }
-  return std::size_t(std::max(per_sm, 1)) * std::size_t(std::max(ctx.device().multiprocessors, 1));
+  return std::size_t(std::max(per_sm, 0)) * std::size_t(std::max(ctx.device().multiprocessors, 1));
+}
+
+//! Launches the persistent mode as a cooperative grid: the runtime either makes all `blocks`
+//! resident at once, which the static tile order needs (a tile waits on tiles of every other block),
+//! or refuses the launch, e.g. where an MPS SM limit or other work leaves too few SMs. Returns
+//! false, having launched nothing, on that refusal (cudaErrorCooperativeLaunchTooLarge, cleared):
+//! the caller then runs the one-tile-per-block mode, which cannot deadlock at any occupancy.
+template <class In, class Table, int C>
+bool launch_persistent(context& ctx, const In* image, Table* table, int width, int height, Table* offset, int tiles_x,
+                       unsigned tiles, std::size_t blocks, const detail::sat::tile_descriptors<Table>& d) {
+  namespace k = detail::sat;
+  using choice = single_pass_choice<In, Table, C>;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned(blocks));
+  config.blockDim = dim3(k::block_threads);
+  config.dynamicSmemBytes = k::prefetch_bytes<In, C>();
+  config.stream = ctx.stream();
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeCooperative;
+  attribute[0].val.cooperative = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  const cudaError_t launched =
+      cudaLaunchKernelEx(&config, k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::poll>,
+                         image, table, width, height, offset, tiles_x, tiles, d);
+  if (launched == cudaErrorCooperativeLaunchTooLarge) {
+    (void)cudaGetLastError();  // not sticky: clear it, the caller falls back
+    ++k::testing().cooperative_refusals;
+    return false;
+  }
+  CANOPY_CUDA_CHECK(launched);
+  CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
+  return true;
 }
 
 template <class In, class Table, int C>
@@ -89,13 +135,14 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
   CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch.data(), 0, layout.zeroed_bytes, ctx.stream()));
   const k::tile_descriptors<Table> d = k::carve_descriptors<Table, C>(scratch.data(), layout);
   if constexpr (choice::prefetch) {
-    if (reinterpret_cast<std::uintptr_t>(image) % 16 == 0 && (std::size_t(width) * C * sizeof(In)) % 16 == 0) {
-      const std::size_t blocks = std::min(tiles, resident_prefetch_blocks<In, Table, C>(ctx));
-      k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::poll>
-          <<<unsigned(blocks), k::block_threads, k::prefetch_bytes<In, C>(), ctx.stream()>>>(
-              image, table, width, height, offset, tiles_x, unsigned(tiles), d);
-      CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
-      return;
+    const std::size_t resident = resident_prefetch_blocks<In, Table, C>(ctx);
+    if (resident > 0 && reinterpret_cast<std::uintptr_t>(image) % 16 == 0 &&
+        (std::size_t(width) * C * sizeof(In)) % 16 == 0) {
+      const std::size_t surplus = std::size_t(std::max(k::testing().persistent_grid_surplus, 0));
+      const std::size_t blocks = std::min(tiles, resident + surplus);
+      if (launch_persistent<In, Table, C>(ctx, image, table, width, height, offset, tiles_x, unsigned(tiles), blocks,
+                                          d))
+        return;
     }
   }
   if constexpr (sat_has_offset_v<Table>) {

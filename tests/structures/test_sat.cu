@@ -514,6 +514,32 @@ TEST_F(CudaSat, RowsOfWhole16ByteUnitsTakeThePrefetchPath) {
   }
 }
 
+TEST_F(CudaSat, RefusedCooperativeLaunchFallsBackToOneTilePerBlock) {
+  // The persistent mode is launched cooperatively: all of its blocks resident at once, or refused
+  // (what an MPS SM limit or co-running work cause). The test hook asks for more blocks than fit,
+  // so the runtime refuses for real, and the build must fall back to one tile per block and still
+  // produce the right table: RGBA8 -> u32 and R32F -> f32 (whose offsets the persistent kernel
+  // would compute itself; the fallback launches the offset kernel). 1028 x 4100 has 9 x 129 = 1161
+  // tiles, more blocks than any current GPU holds of this kernel (264 on an H100 or H200).
+  auto& hooks = canopy::detail::sat::testing();
+  struct reset_surplus {
+    canopy::detail::sat::testing_hooks& h;
+    ~reset_surplus() { h.persistent_grid_surplus = 0; }
+  } reset{hooks};
+  const unsigned long long before = hooks.cooperative_refusals;
+  hooks.persistent_grid_surplus = 1 << 20;
+  check_case<std::uint8_t, std::uint32_t>(ctx(), 1028, 4100, 4, canopy::sat_algorithm::single_pass,
+                                          distribution::uniform_full, 71, 12);
+  check_case<float, float>(ctx(), 1028, 4100, 1, canopy::sat_algorithm::single_pass, distribution::uniform_full, 72,
+                           12);
+  EXPECT_EQ(hooks.cooperative_refusals, before + 2) << "both builds must have taken the refused-launch path";
+  // Without the hook the same builds run persistent (no refusal) and agree.
+  hooks.persistent_grid_surplus = 0;
+  check_case<std::uint8_t, std::uint32_t>(ctx(), 1028, 4100, 4, canopy::sat_algorithm::single_pass,
+                                          distribution::uniform_full, 71, 12);
+  EXPECT_EQ(hooks.cooperative_refusals, before + 2);
+}
+
 TEST_F(CudaSat, Rgba8And4096x4096) {
   for (auto a : {canopy::sat_algorithm::single_pass, canopy::sat_algorithm::two_pass}) {
     check_case<std::uint8_t, std::uint32_t>(ctx(), 4096, 4096, 4, a, distribution::uniform_full, 42, 8);
