@@ -19,7 +19,9 @@
 // (Variants measured with this harness and dropped, docs/sat.md: a band-walking mode at 295b3dd,
 // batched / lane-parallel look-backs at 82c9229; release / acquire flags, registers capped for 3
 // blocks per SM, the tile kept in shared memory with its prefixes computed twice for 3 or 4 blocks
-// per SM, and a __nanosleep backoff while polling at 79676a8. Add a template variant to the kernel
+// per SM, and a __nanosleep backoff while polling at 79676a8; tagged descriptor words at 0b4ae8b,
+// of which the epoch form was taken by summed_area_table. Persistent variants are launched plainly
+// here, not cooperatively as in the library. Add a template variant to the kernel
 // and a case here to measure the next idea the same way.)
 // Each variant is checked exactly (u32) or within the float bound (f32) against a CPU reference at
 // odd and large sizes, timed (median of 25 CUDA-event runs after 3 warm-ups, flag memset included)

@@ -31,7 +31,8 @@
 //     exactly 16 bytes (RGBA8, RG16, R32F/U; a 16-byte aligned image whose rows are a multiple of
 //     16 bytes) the blocks are
 //     persistent and copy their next tile's image into shared memory while working on the current
-//     one; this relies on all of the kernel's blocks (as many as fit at once) becoming resident.
+//     one; they are launched cooperatively (all resident at once), and where the runtime refuses
+//     that (an MPS SM limit, other work on the device) the build takes one tile per block instead.
 //   - two_pass: the plain baseline. Row prefix sums (one warp per row), then column prefix sums
 //     over the table (one thread per column): one image read, one table read, two table writes.
 #pragma once

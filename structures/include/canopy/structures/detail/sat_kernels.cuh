@@ -24,8 +24,9 @@ namespace canopy::detail::sat {
 // lane l owns columns 4l..4l+3 of each, so one thread holds 16 pixels (16 * channels values of the
 // table type in registers) and a warp reads one 128-pixel row segment at a time (coalesced).
 //
-// Descriptors (per tile, in global memory; flags reset before each build): see the single-pass
-// kernel. Flag values: 0 = nothing yet, 1 = aggregate published, 2 = inclusive prefix published.
+// Descriptors (per tile, in global memory): see the single-pass kernel and look_back_protocol.
+// Status values (flags, and the status of tagged words): 0 = nothing yet, 1 = aggregate
+// published, 2 = inclusive prefix published.
 constexpr int tile_rows = 32;
 constexpr int tile_cols = 128;
 constexpr int block_threads = 256;
@@ -557,15 +558,16 @@ __device__ __forceinline__ void prefetch_tile(const In* image, int width, int he
 //! because a tile claimed ahead of time (to know what to prefetch) but not yet started holds back
 //! every later tile that looks back over it: claiming the next tile from the counter at the start
 //! of the current one made the kernel 5 to 50 times slower (measured). Progress needs every block
-//! to become resident (a tile waits on smaller tiles of any block): true when G blocks fit at once;
-//! blocks kept waiting by other work on the device start when that work ends.
+//! to be resident at once (a tile waits on smaller tiles of any block): the library launches this
+//! mode cooperatively and falls back to one tile per block when the runtime refuses (sat.cu).
 //! Otherwise: one block per tile, the tile taken in processing order from the counter, so every tile
 //! waited on has started: no deadlock at any occupancy; loads straight from global memory.
 //! Both modes rely on every tile a look-back reads coming earlier in the processing order, which
 //! holds for both orders of tile_at on any grid.
 //! Measure: write phase stamps to d.stamps (canopy-sat-phases only; compiled out otherwise).
 //! Order: tile_order::diagonal (the library's) or raster (canopy-sat-phases' comparison).
-//! Poll: which lanes of a waiting look-back re-read their flags (look_back_poll).
+//! Poll: which lanes of a waiting look-back re-read their flags (look_back_poll; flags only).
+//! Protocol: flags, or tagged words (4-byte tables; d.row_word etc. and d.epoch).
 template <class In, class Table, int C, bool Prefetch, bool Measure = false, tile_order Order = tile_order::diagonal,
           look_back_poll Poll = look_back_poll::all, look_back_protocol Protocol = look_back_protocol::flags>
 __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
@@ -759,27 +761,27 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
           for (int c = 0; c < C; ++c) store_tagged(mine + 32 * c, d.epoch, flag_inclusive, carry[c] + sum[c]);
         }
       } else {
-      if (has_row)
-#pragma unroll
-        for (int c = 0; c < C; ++c) (tj == 0 ? d.row_inclusive : d.row_aggregate)[row_base + c] = sum[c];
-      publish_flag(d.row_flag + tile, tj == 0 ? flag_inclusive : flag_aggregate, lane);
-      if (lane == 0) stamp(stamp_rows_published);
-      if (tj > 0) {
-        const unsigned row_start = unsigned(ti * tiles_x);
-        look_back<Poll>(
-            d.row_flag, tj, [&](int k) { return row_start + unsigned(tj - 1 - k); },
-            [&](int k, unsigned f) {
-              const Table* src = (f == flag_inclusive ? d.row_inclusive : d.row_aggregate) +
-                                 std::size_t(row_start + unsigned(tj - 1 - k)) * TR * C + std::size_t(row) * C;
-              if (has_row)
-#pragma unroll
-                for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
-            });
         if (has_row)
 #pragma unroll
-          for (int c = 0; c < C; ++c) d.row_inclusive[row_base + c] = carry[c] + sum[c];
-        publish_flag(d.row_flag + tile, flag_inclusive, lane);
-      }
+          for (int c = 0; c < C; ++c) (tj == 0 ? d.row_inclusive : d.row_aggregate)[row_base + c] = sum[c];
+        publish_flag(d.row_flag + tile, tj == 0 ? flag_inclusive : flag_aggregate, lane);
+        if (lane == 0) stamp(stamp_rows_published);
+        if (tj > 0) {
+          const unsigned row_start = unsigned(ti * tiles_x);
+          look_back<Poll>(
+              d.row_flag, tj, [&](int k) { return row_start + unsigned(tj - 1 - k); },
+              [&](int k, unsigned f) {
+                const Table* src = (f == flag_inclusive ? d.row_inclusive : d.row_aggregate) +
+                                   std::size_t(row_start + unsigned(tj - 1 - k)) * TR * C + std::size_t(row) * C;
+                if (has_row)
+#pragma unroll
+                  for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
+              });
+          if (has_row)
+#pragma unroll
+            for (int c = 0; c < C; ++c) d.row_inclusive[row_base + c] = carry[c] + sum[c];
+          publish_flag(d.row_flag + tile, flag_inclusive, lane);
+        }
       }
 #pragma unroll
       for (int dlt = 1; dlt < 32; dlt <<= 1) {
@@ -870,24 +872,24 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
                          carry[c] + col_sum[c]);
         }
       } else {
-      const unsigned my_flag = tile * col_groups + unsigned(g);
-      publish_flag(d.col_flag + my_flag, ti == 0 ? flag_inclusive : flag_aggregate, lane);
-      if (g == 0 && lane == 0) stamp(stamp_cols_published);
-      if (ti > 0) {
-        look_back<Poll>(
-            d.col_flag, ti,
-            [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj) * col_groups + unsigned(g); },
-            [&](int k, unsigned f) {
-              const Table* src = (f == flag_inclusive ? d.col_inclusive : d.col_aggregate) +
-                                 std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * tile_cols * C +
-                                 std::size_t(x) * C;
+        const unsigned my_flag = tile * col_groups + unsigned(g);
+        publish_flag(d.col_flag + my_flag, ti == 0 ? flag_inclusive : flag_aggregate, lane);
+        if (g == 0 && lane == 0) stamp(stamp_cols_published);
+        if (ti > 0) {
+          look_back<Poll>(
+              d.col_flag, ti,
+              [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj) * col_groups + unsigned(g); },
+              [&](int k, unsigned f) {
+                const Table* src = (f == flag_inclusive ? d.col_inclusive : d.col_aggregate) +
+                                   std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * tile_cols * C +
+                                   std::size_t(x) * C;
 #pragma unroll
-              for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
-            });
+                for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
+              });
 #pragma unroll
-        for (int c = 0; c < C; ++c) d.col_inclusive[col_base + c] = carry[c] + col_sum[c];
-        publish_flag(d.col_flag + my_flag, flag_inclusive, lane);
-      }
+          for (int c = 0; c < C; ++c) d.col_inclusive[col_base + c] = carry[c] + col_sum[c];
+          publish_flag(d.col_flag + my_flag, flag_inclusive, lane);
+        }
       }
 #pragma unroll
       for (int c = 0; c < C; ++c) s_col_carry[xp * C + c][xl] = carry[c];
