@@ -9,12 +9,19 @@
 //                     (main's RGBA32F path at 789441f: the reference)
 //   tile-raster     - the same in raster order
 //   tile-lean       - tile-diag with lean polling (the library's RGBA32F path)
+//   prefetch-tagged, tile-tagged - prefetch-lean / tile-lean with tagged descriptor words
+//                     (look_back_protocol::tagged: {value, status} in one 64-bit word, no flags, no
+//                     fences), the whole descriptor region cleared by a memset before each build
+//   prefetch-epoch, tile-epoch - the same, but the scratch is kept and each build takes a new
+//                     epoch: only the tile counter is cleared per build
 // For RGBA32F the prefetch variants copy each warp row with 512 contiguous bytes per cp.async
 // instruction (prefetch_slot); the library does not take them.
 // (Variants measured with this harness and dropped, docs/sat.md: a band-walking mode at 295b3dd,
 // batched / lane-parallel look-backs at 82c9229; release / acquire flags, registers capped for 3
 // blocks per SM, the tile kept in shared memory with its prefixes computed twice for 3 or 4 blocks
-// per SM, and a __nanosleep backoff while polling at 79676a8. Add a template variant to the kernel
+// per SM, and a __nanosleep backoff while polling at 79676a8; tagged descriptor words at 0b4ae8b,
+// of which the epoch form was taken by summed_area_table. Persistent variants are launched plainly
+// here, not cooperatively as in the library. Add a template variant to the kernel
 // and a case here to measure the next idea the same way.)
 // Each variant is checked exactly (u32) or within the float bound (f32) against a CPU reference at
 // odd and large sizes, timed (median of 25 CUDA-event runs after 3 warm-ups, flag memset included)
@@ -50,7 +57,19 @@ namespace {
 int g_sms = 0;
 bool g_ok = true;
 
-enum class variant { prefetch_diagonal, prefetch_raster, prefetch_lean, tile_diagonal, tile_raster, tile_lean, last = tile_lean };
+enum class variant {
+  prefetch_diagonal,
+  prefetch_raster,
+  prefetch_lean,
+  tile_diagonal,
+  tile_raster,
+  tile_lean,
+  prefetch_tagged,
+  prefetch_epoch,
+  tile_tagged,
+  tile_epoch,
+  last = tile_epoch
+};
 const char* name_of(variant v) {
   switch (v) {
     case variant::prefetch_diagonal: return "prefetch-diag";
@@ -59,11 +78,16 @@ const char* name_of(variant v) {
     case variant::tile_diagonal: return "tile-diag";
     case variant::tile_raster: return "tile-raster";
     case variant::tile_lean: return "tile-lean";
+    case variant::prefetch_tagged: return "prefetch-tagged";
+    case variant::prefetch_epoch: return "prefetch-epoch";
+    case variant::tile_tagged: return "tile-tagged";
+    case variant::tile_epoch: return "tile-epoch";
   }
   return "?";
 }
 bool prefetches(variant v) {
-  return v == variant::prefetch_diagonal || v == variant::prefetch_raster || v == variant::prefetch_lean;
+  return v == variant::prefetch_diagonal || v == variant::prefetch_raster || v == variant::prefetch_lean ||
+         v == variant::prefetch_tagged || v == variant::prefetch_epoch;
 }
 
 template <class In, class Table, int C>
@@ -76,23 +100,39 @@ struct runner {
   std::size_t scratch_bytes = 0;
   unsigned long long* stamps = nullptr;
   std::size_t stamp_tiles = 0;
+  unsigned epoch = 0;  // epoch variants: the last build's epoch
 
-  template <bool Prefetch, bool Measure, k::tile_order Order, k::look_back_poll Poll>
+  template <bool Prefetch, bool Measure, k::tile_order Order, k::look_back_poll Poll,
+            k::look_back_protocol Protocol = k::look_back_protocol::flags, bool Epoch = false>
   unsigned launch(cudaStream_t s, unsigned long long* st) {
     constexpr int TR = k::tile_rows;
+    constexpr bool tag = Protocol == k::look_back_protocol::tagged;
     const int tiles_x = (w + k::tile_cols - 1) / k::tile_cols;
     const int tiles_y = (h + TR - 1) / TR;
     const std::size_t tiles = std::size_t(tiles_x) * tiles_y;
-    const auto layout = k::scratch_layout::of<Table, C>(tiles);
+    const auto layout = k::scratch_layout::of<Table, C, tag>(tiles);
+    bool fresh = false;
     if (layout.total_bytes > scratch_bytes) {
       if (scratch) CANOPY_CUDA_CHECK(cudaFree(scratch));
       scratch_bytes = layout.total_bytes;
       CANOPY_CUDA_CHECK(cudaMalloc(&scratch, scratch_bytes));
+      fresh = true;
     }
-    CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch, 0, layout.zeroed_bytes, s));
+    if constexpr (Epoch) {
+      // A new epoch per build; the whole buffer is cleared on allocation and before the epoch wraps.
+      if (fresh || epoch + 1 >= k::tagged_epoch_limit) {
+        CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch, 0, scratch_bytes, s));
+        epoch = 0;
+      }
+      ++epoch;
+      CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch, 0, layout.counter_bytes, s));
+    } else {
+      CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch, 0, layout.zeroed_bytes, s));
+    }
     k::tile_descriptors<Table> d = k::carve_descriptors<Table, C>(scratch, layout);
+    d.epoch = Epoch ? epoch : 0;
     d.stamps = st;
-    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure, Order, Poll>;
+    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure, Order, Poll, Protocol>;
     const int dyn = Prefetch ? k::prefetch_bytes<In, C>() : 0;
     constexpr bool lean = Poll == k::look_back_poll::lean;
     static int per_sm = -1;
@@ -101,8 +141,9 @@ struct runner {
       CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::block_threads, dyn));
       cudaFuncAttributes fa;
       CANOPY_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
-      std::printf("  [kernel %s%s%s: %d registers, %zu B local (spills), %zu B static shared, %d B dynamic, %d blocks/SM]\n",
-                  Prefetch ? "prefetch" : "tile", Measure ? " measure" : "", lean ? " lean" : "", fa.numRegs, fa.localSizeBytes,
+      std::printf("  [kernel %s%s%s%s: %d registers, %zu B local (spills), %zu B static shared, %d B dynamic, %d blocks/SM]\n",
+                  Prefetch ? "prefetch" : "tile", Measure ? " measure" : "", lean ? " lean" : "", tag ? " tagged" : "",
+                  fa.numRegs, fa.localSizeBytes,
                   fa.sharedSizeBytes, dyn, per_sm);
     }
     std::size_t blocks = tiles;
@@ -115,19 +156,36 @@ struct runner {
     return unsigned(per_sm);
   }
 
-  template <bool Prefetch, k::tile_order Order, k::look_back_poll Poll = k::look_back_poll::all>
+  template <bool Prefetch, k::tile_order Order, k::look_back_poll Poll = k::look_back_poll::all,
+            k::look_back_protocol Protocol = k::look_back_protocol::flags, bool Epoch = false>
   unsigned launch_measured(cudaStream_t s, bool measure) {
-    return measure ? launch<Prefetch, true, Order, Poll>(s, stamps) : launch<Prefetch, false, Order, Poll>(s, nullptr);
+    return measure ? launch<Prefetch, true, Order, Poll, Protocol, Epoch>(s, stamps)
+                   : launch<Prefetch, false, Order, Poll, Protocol, Epoch>(s, nullptr);
   }
 
   unsigned run(variant v, cudaStream_t s, bool measure) {
     using o = k::tile_order;
     constexpr auto lean = k::look_back_poll::lean;
+    constexpr auto tagged_protocol = k::look_back_protocol::tagged;
     if constexpr (k::prefetch_units<In, C>() > 0) {
       switch (v) {
         case variant::prefetch_diagonal: return launch_measured<true, o::diagonal>(s, measure);
         case variant::prefetch_raster: return launch_measured<true, o::raster>(s, measure);
         case variant::prefetch_lean: return launch_measured<true, o::diagonal, lean>(s, measure);
+        default: break;
+      }
+      if constexpr (sizeof(Table) == 4) {
+        switch (v) {
+          case variant::prefetch_tagged: return launch_measured<true, o::diagonal, lean, tagged_protocol>(s, measure);
+          case variant::prefetch_epoch: return launch_measured<true, o::diagonal, lean, tagged_protocol, true>(s, measure);
+          default: break;
+        }
+      }
+    }
+    if constexpr (sizeof(Table) == 4) {
+      switch (v) {
+        case variant::tile_tagged: return launch_measured<false, o::diagonal, lean, tagged_protocol>(s, measure);
+        case variant::tile_epoch: return launch_measured<false, o::diagonal, lean, tagged_protocol, true>(s, measure);
         default: break;
       }
     }
@@ -352,10 +410,13 @@ int main(int argc, char** argv) try {
   CANOPY_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
   g_sms = p.multiProcessorCount;
   std::printf("canopy-sat-phases on %s (%d SMs)\n", p.name, g_sms);
-  const std::vector<variant> u8v = {variant::prefetch_diagonal, variant::prefetch_lean, variant::prefetch_raster,
-                                    variant::tile_diagonal, variant::tile_lean, variant::tile_raster};
-  const std::vector<variant> f32v = {variant::tile_diagonal, variant::tile_lean, variant::prefetch_diagonal,
-                                     variant::prefetch_lean, variant::tile_raster};
+  const std::vector<variant> u8v = {variant::prefetch_diagonal, variant::prefetch_lean,   variant::prefetch_raster,
+                                    variant::tile_diagonal,     variant::tile_lean,       variant::tile_raster,
+                                    variant::prefetch_tagged,   variant::prefetch_epoch,  variant::tile_tagged,
+                                    variant::tile_epoch};
+  const std::vector<variant> f32v = {variant::tile_diagonal, variant::tile_lean,   variant::prefetch_diagonal,
+                                     variant::prefetch_lean, variant::tile_raster, variant::tile_tagged,
+                                     variant::tile_epoch,    variant::prefetch_tagged};
   const std::pair<int, int> odd[] = {{1, 1}, {4, 1}, {33, 31}, {36, 31}, {132, 33}, {1028, 67}, {260, 9000}};
   for (auto [w, h] : odd) {
     run_case<std::uint8_t, std::uint32_t, 4>("rgba8->u32", w, h, u8v, false, false);

@@ -13,6 +13,13 @@
 
 namespace canopy {
 
+namespace detail::sat {
+testing_hooks& testing() {
+  static testing_hooks hooks;
+  return hooks;
+}
+}  // namespace detail::sat
+
 const char* to_string(sat_algorithm a) noexcept {
   switch (a) {
     case sat_algorithm::automatic: return "automatic";
@@ -47,65 +54,143 @@ void build_rows_then_columns_for_each(context& ctx, const In* image, Table* tabl
 //! H200) and no faster with whole 512-byte runs (H100: 72-73% against 73% at 8K, 62-64% against 67%
 //! at 4K); R8 and unaligned rows cannot prefetch. Lean polling in the look-backs (only the lanes
 //! still waiting re-read a flag).
-template <class In, class Table, int C>
+//! Look-back protocol: tagged descriptor words (no flags, no fences) for 4-byte tables whose scratch
+//! summed_area_table keeps (an epoch per build, so nothing but the counter is cleared); flags
+//! otherwise: 8-byte tables, and build_sat()'s temporary scratch, where tagged words would need the
+//! whole descriptor region cleared per build (H100, canopy-sat-phases: the clear cost 4% at 8K
+//! RGBA8 and took back all of the gain there; docs/sat.md, "Tagged descriptor words").
+template <class In, class Table, int C, detail::sat::look_back_protocol Protocol>
 struct single_pass_choice {
   static constexpr bool prefetch = detail::sat::prefetch_units<In, C>() == 1;
   static constexpr auto order = detail::sat::tile_order::diagonal;
   static constexpr auto poll = detail::sat::look_back_poll::lean;
 };
 
-//! Blocks of the persistent (prefetching) kernel that fit on the device at once, cached per device.
+//! Blocks of the persistent (prefetching) kernel that fit on the device at once, cached per device;
+//! 0 where the device cannot launch cooperatively (the one-tile-per-block mode runs instead).
 //! The kernel asks for the largest shared-memory carveout, so that this count is what runs.
-template <class In, class Table, int C>
+template <class In, class Table, int C, detail::sat::look_back_protocol Protocol>
 std::size_t resident_prefetch_blocks(const context& ctx) {
   namespace k = detail::sat;
-  using choice = single_pass_choice<In, Table, C>;
-  constexpr auto kernel = k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::poll>;
+  using choice = single_pass_choice<In, Table, C, Protocol>;
+  constexpr auto kernel = k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::poll, Protocol>;
   constexpr int dynamic_bytes = k::prefetch_bytes<In, C>();
   static thread_local int cached_device = -1;
   static thread_local int per_sm = 0;
   if (cached_device != ctx.device().ordinal) {
-    // Static and dynamic shared memory together may pass the default 48 KB: opt in.
-    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_bytes));
-    CANOPY_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-    CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::block_threads, dynamic_bytes));
+    int cooperative = 0;
+    CANOPY_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, ctx.device().ordinal));
+    per_sm = 0;
+    if (cooperative) {
+      // Static and dynamic shared memory together may pass the default 48 KB: opt in.
+      CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_bytes));
+      CANOPY_CUDA_CHECK(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+      CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::block_threads, dynamic_bytes));
+    }
     cached_device = ctx.device().ordinal;
   }
-  return std::size_t(std::max(per_sm, 1)) * std::size_t(std::max(ctx.device().multiprocessors, 1));
+  return std::size_t(std::max(per_sm, 0)) * std::size_t(std::max(ctx.device().multiprocessors, 1));
 }
 
-template <class In, class Table, int C>
-void launch_single_pass(context& ctx, const In* image, Table* table, int width, int height, Table* offset) {
+//! Launches the persistent mode as a cooperative grid: the runtime either makes all `blocks`
+//! resident at once, which the static tile order needs (a tile waits on tiles of every other block),
+//! or refuses the launch, e.g. where an MPS SM limit or other work leaves too few SMs. Returns
+//! false, having launched nothing, on that refusal (cudaErrorCooperativeLaunchTooLarge, cleared):
+//! the caller then runs the one-tile-per-block mode, which cannot deadlock at any occupancy.
+template <class In, class Table, int C, detail::sat::look_back_protocol Protocol>
+bool launch_persistent(context& ctx, const In* image, Table* table, int width, int height, Table* offset, int tiles_x,
+                       unsigned tiles, std::size_t blocks, const detail::sat::tile_descriptors<Table>& d) {
   namespace k = detail::sat;
-  using choice = single_pass_choice<In, Table, C>;
-  const int tiles_x = (width + k::tile_cols - 1) / k::tile_cols;
-  const int tiles_y = (height + k::tile_rows - 1) / k::tile_rows;
-  const std::size_t tiles = std::size_t(tiles_x) * std::size_t(tiles_y);
-  // Counter, flags and descriptor values in one buffer (detail/sat_scratch.cuh); one memset
-  // resets the counter and flags.
-  const auto layout = k::scratch_layout::of<Table, C>(tiles);
-  buffer<unsigned char> scratch(ctx, layout.total_bytes);
-  CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch.data(), 0, layout.zeroed_bytes, ctx.stream()));
-  const k::tile_descriptors<Table> d = k::carve_descriptors<Table, C>(scratch.data(), layout);
+  using choice = single_pass_choice<In, Table, C, Protocol>;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned(blocks));
+  config.blockDim = dim3(k::block_threads);
+  config.dynamicSmemBytes = k::prefetch_bytes<In, C>();
+  config.stream = ctx.stream();
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeCooperative;
+  attribute[0].val.cooperative = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  const cudaError_t launched =
+      cudaLaunchKernelEx(&config,
+                         k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::poll, Protocol>,
+                         image, table, width, height, offset, tiles_x, tiles, d);
+  if (launched == cudaErrorCooperativeLaunchTooLarge) {
+    (void)cudaGetLastError();  // not sticky: clear it, the caller falls back
+    ++k::testing().cooperative_refusals;
+    return false;
+  }
+  CANOPY_CUDA_CHECK(launched);
+  CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
+  return true;
+}
+
+//! Launches the single pass with descriptors `d` (counter and flags, or tagged words, cleared or
+//! of an older epoch).
+template <class In, class Table, int C, detail::sat::look_back_protocol Protocol>
+void dispatch_single_pass(context& ctx, const In* image, Table* table, int width, int height, Table* offset,
+                          int tiles_x, std::size_t tiles, const detail::sat::tile_descriptors<Table>& d) {
+  namespace k = detail::sat;
+  using choice = single_pass_choice<In, Table, C, Protocol>;
   if constexpr (choice::prefetch) {
-    if (reinterpret_cast<std::uintptr_t>(image) % 16 == 0 && (std::size_t(width) * C * sizeof(In)) % 16 == 0) {
-      const std::size_t blocks = std::min(tiles, resident_prefetch_blocks<In, Table, C>(ctx));
-      k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::poll>
-          <<<unsigned(blocks), k::block_threads, k::prefetch_bytes<In, C>(), ctx.stream()>>>(
-              image, table, width, height, offset, tiles_x, unsigned(tiles), d);
-      CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
-      return;
+    const std::size_t resident = resident_prefetch_blocks<In, Table, C, Protocol>(ctx);
+    if (resident > 0 && reinterpret_cast<std::uintptr_t>(image) % 16 == 0 &&
+        (std::size_t(width) * C * sizeof(In)) % 16 == 0) {
+      const std::size_t surplus = std::size_t(std::max(k::testing().persistent_grid_surplus, 0));
+      const std::size_t blocks = std::min(tiles, resident + surplus);
+      if (launch_persistent<In, Table, C, Protocol>(ctx, image, table, width, height, offset, tiles_x, unsigned(tiles),
+                                                    blocks, d))
+        return;
     }
   }
   if constexpr (sat_has_offset_v<Table>) {
     detail::sat::sat_offset_kernel<In, Table><<<1, 256, 0, ctx.stream()>>>(image, offset, width, height, C);
     CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_offset_kernel");
   }
-  k::sat_single_pass_kernel<In, Table, C, false, false, choice::order, choice::poll>
+  k::sat_single_pass_kernel<In, Table, C, false, false, choice::order, choice::poll, Protocol>
       <<<unsigned(tiles), k::block_threads, 0, ctx.stream()>>>(image, table, width, height, offset, tiles_x,
                                                                unsigned(tiles), d);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
+}
+
+template <class In, class Table, int C>
+void launch_single_pass(context& ctx, const In* image, Table* table, int width, int height, Table* offset,
+                        detail::sat_kept_scratch* kept) {
+  namespace k = detail::sat;
+  const int tiles_x = (width + k::tile_cols - 1) / k::tile_cols;
+  const int tiles_y = (height + k::tile_rows - 1) / k::tile_rows;
+  const std::size_t tiles = std::size_t(tiles_x) * std::size_t(tiles_y);
+  if constexpr (sizeof(Table) == 4) {
+    if (kept != nullptr) {
+      // Tagged words in the kept buffer. It only ever holds zeros and words of this owner's earlier
+      // epochs (which read as empty): it is cleared whole when it is (re)allocated, since memory
+      // from the pool may hold anything, and before the epoch wraps.
+      const auto layout = k::scratch_layout::of<Table, C, true>(tiles);
+      if (layout.total_bytes > kept->bytes.capacity() || kept->epoch + 1 >= k::tagged_epoch_limit) {
+        kept->bytes.resize_discard(std::max(layout.total_bytes, kept->bytes.capacity()));
+        CANOPY_CUDA_CHECK(cudaMemsetAsync(kept->bytes.data(), 0, kept->bytes.capacity(), ctx.stream()));
+        kept->epoch = 0;
+      }
+      kept->bytes.resize_discard(layout.total_bytes);
+      ++kept->epoch;
+      CANOPY_CUDA_CHECK(cudaMemsetAsync(kept->bytes.data(), 0, layout.counter_bytes, ctx.stream()));
+      k::tile_descriptors<Table> d = k::carve_descriptors<Table, C>(kept->bytes.data(), layout);
+      d.epoch = kept->epoch;
+      dispatch_single_pass<In, Table, C, k::look_back_protocol::tagged>(ctx, image, table, width, height, offset,
+                                                                         tiles_x, tiles, d);
+      return;
+    }
+  }
+  // Counter, flags and descriptor values in one temporary buffer (detail/sat_scratch.cuh); one
+  // memset resets the counter and flags.
+  const auto layout = k::scratch_layout::of<Table, C>(tiles);
+  buffer<unsigned char> scratch(ctx, layout.total_bytes);
+  CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch.data(), 0, layout.zeroed_bytes, ctx.stream()));
+  const k::tile_descriptors<Table> d = k::carve_descriptors<Table, C>(scratch.data(), layout);
+  dispatch_single_pass<In, Table, C, k::look_back_protocol::flags>(ctx, image, table, width, height, offset, tiles_x,
+                                                                   tiles, d);
 }
 
 template <class In, class Table, int C>
@@ -125,17 +210,18 @@ void launch_two_pass(context& ctx, const In* image, Table* table, int width, int
 
 template <class In, class Table, int C>
 void build_cuda(context& ctx, const In* image, Table* table, int width, int height, Table* offset,
-                sat_algorithm algorithm) {
+                sat_algorithm algorithm, detail::sat_kept_scratch* kept) {
   if (algorithm == sat_algorithm::two_pass) launch_two_pass<In, Table, C>(ctx, image, table, width, height, offset);
-  else launch_single_pass<In, Table, C>(ctx, image, table, width, height, offset);
+  else launch_single_pass<In, Table, C>(ctx, image, table, width, height, offset, kept);
 }
 #endif
 
 }  // namespace
 
+namespace detail {
 template <class In, class Table>
-void build_sat(context& ctx, span<const In> image, int width, int height, int channels, span<Table> table,
-               span<Table> offset, const sat_options& options) {
+void build_sat_kept(context& ctx, span<const In> image, int width, int height, int channels, span<Table> table,
+                    span<Table> offset, const sat_options& options, sat_kept_scratch* kept) {
   static_assert(sat_supported_v<In, Table>, "canopy::build_sat: unsupported image/table type pair");
   require(width >= 0, kBuild, "width", "must be >= 0, got " + std::to_string(width));
   require(height >= 0, kBuild, "height", "must be >= 0, got " + std::to_string(height));
@@ -170,14 +256,22 @@ void build_sat(context& ctx, span<const In> image, int width, int height, int ch
   // null for integer tables.
   Table* const off_out = sat_has_offset_v<Table> ? offset.data() : nullptr;
   switch (channels) {
-    case 1: build_cuda<In, Table, 1>(ctx, image.data(), table.data(), width, height, off_out, options.algorithm); break;
-    case 2: build_cuda<In, Table, 2>(ctx, image.data(), table.data(), width, height, off_out, options.algorithm); break;
-    case 3: build_cuda<In, Table, 3>(ctx, image.data(), table.data(), width, height, off_out, options.algorithm); break;
-    default: build_cuda<In, Table, 4>(ctx, image.data(), table.data(), width, height, off_out, options.algorithm); break;
+    case 1: build_cuda<In, Table, 1>(ctx, image.data(), table.data(), width, height, off_out, options.algorithm, kept); break;
+    case 2: build_cuda<In, Table, 2>(ctx, image.data(), table.data(), width, height, off_out, options.algorithm, kept); break;
+    case 3: build_cuda<In, Table, 3>(ctx, image.data(), table.data(), width, height, off_out, options.algorithm, kept); break;
+    default: build_cuda<In, Table, 4>(ctx, image.data(), table.data(), width, height, off_out, options.algorithm, kept); break;
   }
 #else
+  (void)kept;
   detail::throw_cuda_from_host_compiler(kBuild);
 #endif
+}
+}  // namespace detail
+
+template <class In, class Table>
+void build_sat(context& ctx, span<const In> image, int width, int height, int channels, span<Table> table,
+               span<Table> offset, const sat_options& options) {
+  detail::build_sat_kept<In, Table>(ctx, image, width, height, channels, table, offset, options, nullptr);
 }
 
 template <class Table>
@@ -200,7 +294,9 @@ void box_filter(context& ctx, const sat_view<Table>& sat, span<const std::int32_
 
 #define CANOPY_SAT_INSTANTIATE(In, Table)                                                                    \
   template void build_sat<In, Table>(context&, span<const In>, int, int, int, span<Table>, span<Table>, \
-                                     const sat_options&);
+                                     const sat_options&);                                                   \
+  template void detail::build_sat_kept<In, Table>(context&, span<const In>, int, int, int, span<Table>, span<Table>, \
+                                                  const sat_options&, detail::sat_kept_scratch*);
 CANOPY_SAT_INSTANTIATE(std::uint8_t, std::uint32_t)
 CANOPY_SAT_INSTANTIATE(std::uint8_t, std::uint64_t)
 CANOPY_SAT_INSTANTIATE(std::uint16_t, std::uint32_t)

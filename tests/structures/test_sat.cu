@@ -514,6 +514,87 @@ TEST_F(CudaSat, RowsOfWhole16ByteUnitsTakeThePrefetchPath) {
   }
 }
 
+TEST_F(CudaSat, RefusedCooperativeLaunchFallsBackToOneTilePerBlock) {
+  // The persistent mode is launched cooperatively: all of its blocks resident at once, or refused
+  // (what an MPS SM limit or co-running work cause). The test hook asks for more blocks than fit,
+  // so the runtime refuses for real, and the build must fall back to one tile per block and still
+  // produce the right table: RGBA8 -> u32 and R32F -> f32 (whose offsets the persistent kernel
+  // would compute itself; the fallback launches the offset kernel). 1028 x 4100 has 9 x 129 = 1161
+  // tiles, more blocks than any current GPU holds of this kernel (264 on an H100 or H200).
+  auto& hooks = canopy::detail::sat::testing();
+  struct reset_surplus {
+    canopy::detail::sat::testing_hooks& h;
+    ~reset_surplus() { h.persistent_grid_surplus = 0; }
+  } reset{hooks};
+  const unsigned long long before = hooks.cooperative_refusals;
+  hooks.persistent_grid_surplus = 1 << 20;
+  check_case<std::uint8_t, std::uint32_t>(ctx(), 1028, 4100, 4, canopy::sat_algorithm::single_pass,
+                                          distribution::uniform_full, 71, 12);
+  check_case<float, float>(ctx(), 1028, 4100, 1, canopy::sat_algorithm::single_pass, distribution::uniform_full, 72,
+                           12);
+  // build_sat() (temporary scratch, flag protocol) through the same refusal.
+  {
+    const int w = 1028, h = 4100, c = 4;
+    const auto img = make_image<std::uint8_t>(w, h, c, distribution::uniform_full, 73);
+    canopy::buffer<std::uint8_t> image(ctx(), img.size());
+    image.assign(img);
+    canopy::buffer<std::uint32_t> table(ctx(), img.size()), none(ctx(), 0);
+    canopy::sat_options opt;
+    opt.algorithm = canopy::sat_algorithm::single_pass;
+    canopy::build_sat<std::uint8_t, std::uint32_t>(ctx(), image.view(), w, h, c, table.view(), none.view(), opt);
+    const auto got = table.to_host();
+    const auto ref = reference_table<std::uint8_t, std::uint32_t>(img, w, h, c, {});
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      if (got[i] != std::uint32_t(ref[i]) && bad++ < 3) ADD_FAILURE() << "build_sat entry " << i;
+    EXPECT_EQ(bad, 0u);
+  }
+  EXPECT_EQ(hooks.cooperative_refusals, before + 3) << "every build must have taken the refused-launch path";
+  // Without the hook the same builds run persistent (no refusal) and agree.
+  hooks.persistent_grid_surplus = 0;
+  check_case<std::uint8_t, std::uint32_t>(ctx(), 1028, 4100, 4, canopy::sat_algorithm::single_pass,
+                                          distribution::uniform_full, 71, 12);
+  EXPECT_EQ(hooks.cooperative_refusals, before + 3);
+}
+
+TEST_F(CudaSat, KeptScratchReadsNoStaleWordsAcrossBuildsLayoutsAndEpochWraps) {
+  // summed_area_table keeps its look-back scratch and tags each build with a new epoch, clearing
+  // only the tile counter: words left by earlier builds (other images, sizes, channel counts, so
+  // other layouts over the same bytes) must read as empty. Builds through one kept scratch, each
+  // checked exactly; before some of them the epoch is moved to just below the wrap, so that the
+  // wrap (a clear of the whole buffer) and the builds right before and after it are exercised.
+  canopy::detail::sat_kept_scratch kept(ctx());
+  struct step {
+    int w, h, c;
+    bool near_wrap;
+  };
+  const step steps[] = {{1028, 67, 4, false},  {1028, 67, 4, false}, {260, 900, 1, false}, {1028, 2100, 4, false},
+                        {1028, 2100, 4, true}, {1028, 2100, 4, false}, {1028, 2100, 4, false}, {33, 31, 2, false},
+                        {516, 2000, 4, true},  {516, 2000, 3, false}, {1028, 2100, 4, false}};
+  int index = 0;
+  for (const step& st : steps) {
+    SCOPED_TRACE("step " + std::to_string(index) + ": " + std::to_string(st.w) + "x" + std::to_string(st.h) + "x" +
+                 std::to_string(st.c));
+    const auto img = make_image<std::uint8_t>(st.w, st.h, st.c, distribution::uniform_full, 1000 + index++);
+    canopy::buffer<std::uint8_t> image(ctx(), img.size());
+    image.assign(img);
+    canopy::buffer<std::uint32_t> table(ctx(), img.size()), none(ctx(), 0);
+    if (st.near_wrap) kept.epoch = canopy::detail::sat_kept_scratch::epoch_limit - 2;
+    canopy::sat_options opt;
+    opt.algorithm = canopy::sat_algorithm::single_pass;
+    canopy::detail::build_sat_kept<std::uint8_t, std::uint32_t>(ctx(), image.view(), st.w, st.h, st.c, table.view(),
+                                                                none.view(), opt, &kept);
+    const auto got = table.to_host();
+    const auto ref = reference_table<std::uint8_t, std::uint32_t>(img, st.w, st.h, st.c, {});
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      if (got[i] != std::uint32_t(ref[i]) && bad++ < 3) ADD_FAILURE() << "entry " << i;
+    EXPECT_EQ(bad, 0u);
+    EXPECT_GE(kept.epoch, 1u);
+    EXPECT_LT(kept.epoch, canopy::detail::sat_kept_scratch::epoch_limit);
+  }
+}
+
 TEST_F(CudaSat, Rgba8And4096x4096) {
   for (auto a : {canopy::sat_algorithm::single_pass, canopy::sat_algorithm::two_pass}) {
     check_case<std::uint8_t, std::uint32_t>(ctx(), 4096, 4096, 4, a, distribution::uniform_full, 42, 8);

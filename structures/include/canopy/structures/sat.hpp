@@ -31,7 +31,8 @@
 //     exactly 16 bytes (RGBA8, RG16, R32F/U; a 16-byte aligned image whose rows are a multiple of
 //     16 bytes) the blocks are
 //     persistent and copy their next tile's image into shared memory while working on the current
-//     one; this relies on all of the kernel's blocks (as many as fit at once) becoming resident.
+//     one; they are launched cooperatively (all resident at once), and where the runtime refuses
+//     that (an MPS SM limit, other work on the device) the build takes one tile per block instead.
 //   - two_pass: the plain baseline. Row prefix sums (one warp per row), then column prefix sums
 //     over the table (one thread per column): one image read, one table read, two table writes.
 #pragma once
@@ -134,17 +135,39 @@ struct sat_view {
 //! channels in 1..4; width, height >= 0 (0 builds nothing), width * height * channels < 2^31.
 //! Complexity: O(width * height * channels) work. Temporary memory from ctx.resource():
 //! single_pass: (2 * (32 + 128 + 1) * channels * sizeof(Table) + 24) bytes per 32 x 128 tile (about
-//! 1/12 of the table for u32 RGBA) + 260 bytes; two_pass and host: none. Stable API.
+//! 1/12 of the table for u32 RGBA) + 260 bytes; two_pass and host: none. (summed_area_table keeps
+//! this memory from one build to the next instead, which lets 4-byte tables skip the flags and
+//! fences of the look-back; see there.) Stable API.
 template <class In, class Table>
 void build_sat(context& ctx, span<const In> image, int width, int height, int channels, span<Table> table,
                span<Table> offset, const sat_options& options = {});
 
+namespace detail {
+//! Look-back scratch of the CUDA single pass, kept by summed_area_table for 4-byte tables: tagged
+//! descriptor words ({value, status} in one 64-bit word), each build tagged with a new epoch, so
+//! that only the tile counter is cleared per build (the whole buffer when it grows and before the
+//! epoch wraps); see detail/sat_kernels.cuh, look_back_protocol::tagged.
+struct sat_kept_scratch {
+  explicit sat_kept_scratch(context& ctx) : bytes(ctx, 0) {}
+  static constexpr unsigned epoch_limit = 1u << 30;  //!< epochs are 30 bits of a word's tag
+  buffer<unsigned char> bytes;
+  unsigned epoch = 0;  //!< the last build's epoch; 0: none since the last clear
+};
+//! build_sat() with the scratch kept in `kept` (null: temporary memory, as build_sat()).
+template <class In, class Table>
+void build_sat_kept(context& ctx, span<const In> image, int width, int height, int channels, span<Table> table,
+                    span<Table> offset, const sat_options& options, sat_kept_scratch* kept);
+}  // namespace detail
+
 //! Owns a summed-area table and its offsets, and keeps both from one build to the next (buffers
-//! grow, never shrink). Non-copyable; the context must outlive it.
+//! grow, never shrink). Non-copyable; the context must outlive it. On CUDA it also keeps the
+//! single pass's look-back scratch (the temporary memory of build_sat(): about 1/12 of a u32 RGBA
+//! table), with which 4-byte tables (u32, f32) publish each look-back value and its status in one
+//! 64-bit word: no flags, no fences, no clearing per build.
 template <class Table>
 class summed_area_table {
  public:
-  explicit summed_area_table(context& ctx) : ctx_(&ctx), table_(ctx, 0), offset_(ctx, 0) {}
+  explicit summed_area_table(context& ctx) : ctx_(&ctx), table_(ctx, 0), offset_(ctx, 0), scratch_(ctx) {}
 
   //! Builds the table of `image`; see build_sat().
   template <class In>
@@ -158,7 +181,8 @@ class summed_area_table {
                     std::size_t(channels), "canopy::summed_area_table::build", "channels");
     table_.resize_discard(n);
     offset_.resize_discard(sat_has_offset_v<Table> ? std::size_t(channels) : 0);
-    build_sat<In, Table>(*ctx_, image, width, height, channels, table_.view(), offset_.view(), options);
+    detail::build_sat_kept<In, Table>(*ctx_, image, width, height, channels, table_.view(), offset_.view(), options,
+                                      &scratch_);
     width_ = width;
     height_ = height;
     channels_ = channels;
@@ -184,6 +208,7 @@ class summed_area_table {
   context* ctx_;
   buffer<Table> table_;
   buffer<Table> offset_;
+  detail::sat_kept_scratch scratch_;
   int width_ = 0, height_ = 0, channels_ = 0;
 };
 

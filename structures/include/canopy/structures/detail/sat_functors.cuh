@@ -16,6 +16,18 @@ CANOPY_HD inline std::size_t element(int x, int y, int c, int width, int channel
   return (std::size_t(y) * std::size_t(width) + std::size_t(x)) * std::size_t(channels) + std::size_t(c);
 }
 
+//! Test hooks of the CUDA single-pass build (tests/structures/test_sat.cu); defined in sat.cu on
+//! every backend, used only by the CUDA one. Not for library users.
+struct testing_hooks {
+  //! Blocks added to the persistent mode's grid beyond what fits on the device at once (when there
+  //! are that many tiles): the cooperative launch is then refused and the build must fall back to
+  //! one tile per block, the path that MPS SM limits or co-running work take.
+  int persistent_grid_surplus = 0;
+  //! Persistent launches refused as too large (cudaErrorCooperativeLaunchTooLarge) since start.
+  unsigned long long cooperative_refusals = 0;
+};
+testing_hooks& testing();
+
 //! Position of a tile of the single-pass kernel: tile row ti, tile column tj.
 struct tile_position {
   int ti, tj;

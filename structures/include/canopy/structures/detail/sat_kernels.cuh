@@ -24,8 +24,9 @@ namespace canopy::detail::sat {
 // lane l owns columns 4l..4l+3 of each, so one thread holds 16 pixels (16 * channels values of the
 // table type in registers) and a warp reads one 128-pixel row segment at a time (coalesced).
 //
-// Descriptors (per tile, in global memory; flags reset before each build): see the single-pass
-// kernel. Flag values: 0 = nothing yet, 1 = aggregate published, 2 = inclusive prefix published.
+// Descriptors (per tile, in global memory): see the single-pass kernel and look_back_protocol.
+// Status values (flags, and the status of tagged words): 0 = nothing yet, 1 = aggregate
+// published, 2 = inclusive prefix published.
 constexpr int tile_rows = 32;
 constexpr int tile_cols = 128;
 constexpr int block_threads = 256;
@@ -175,6 +176,174 @@ __device__ __forceinline__ T load_l2(const T* p) { return __ldcg(p); }
 //!   warp usually re-reads one flag instead of 32.
 enum class look_back_poll { all, lean };
 
+//! How descriptor values and their status travel between tiles (the Protocol template parameter).
+//! flags: a flag word per descriptor (one per tile row set, per 32 columns, per corner) and separate
+//!   aggregate and inclusive value slots; writer: values, fence.acq_rel.gpu, flag; reader: flag,
+//!   fence, values (two L2 round trips per look-back step, a fence on either side).
+//! tagged: 4-byte tables only. Every descriptor value is one 64-bit word {value bits (low half),
+//!   tag (high half)}, written with one st.relaxed.gpu.u64 and read with one ld.relaxed.gpu.u64; no
+//!   flags, no fences (see tagged_word below for the argument).
+enum class look_back_protocol { flags, tagged };
+
+// Tagged descriptor words. tag = (epoch << 2) | status, status 1 = aggregate, 2 = inclusive; a word
+// whose tag carries another epoch, or status 0, is empty. Why a reader that sees a status has the
+// value published with it, with no fence on either side:
+//  - a word is written by one aligned 64-bit relaxed store and read by one aligned 64-bit relaxed
+//    load, both .gpu scope (morally strong with each other): in the PTX memory model such accesses
+//    are single-copy atomic, so a load returns the whole of one store (or of the clear), never
+//    the tag of one and the value of another. The value is read in the same access as its status;
+//    nothing else is read on the strength of it, so no ordering between locations is needed (the
+//    reason the flag protocol needs its fences).
+//  - each word is its own element of an independent scan (one channel of one row, of one column,
+//    or of a tile's corner): a word seen as an aggregate holds that tile's aggregate, one seen as
+//    inclusive holds that tile's inclusive prefix, whatever the other channels' or lanes' words
+//    show. The writer overwrites a word from aggregate to inclusive in place (same thread, same
+//    address, so a reader can see either, both correct), and the look-backs decide per word
+//    (per channel), so channels in mixed states are no problem: every channel's carry is the
+//    sum of its own aggregates up to its own nearest inclusive prefix.
+//  - stale words: the scratch is cleared before a build with epoch 0, or, where one owner keeps
+//    the scratch across builds, each build uses a new epoch (the scratch then only holds zeros and
+//    words of earlier epochs of the same owner, which read as empty) and the owner clears it on
+//    allocation and before the 30-bit epoch wraps.
+using tagged_word = unsigned long long;
+constexpr unsigned tagged_epoch_limit = sat_kept_scratch::epoch_limit;  // canopy::detail
+
+template <class Table>
+__device__ __forceinline__ void store_tagged(tagged_word* p, unsigned epoch, unsigned status, Table v) {
+  static_assert(sizeof(Table) == 4, "tagged descriptors hold 4-byte values");
+  const tagged_word w = (tagged_word((epoch << 2) | status) << 32) | tagged_word(reinterpret_cast<const unsigned&>(v));
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(w) : "memory");
+}
+
+__device__ __forceinline__ tagged_word load_tagged(const tagged_word* p) {
+  tagged_word w;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(p) : "memory");
+  return w;
+}
+
+//! Status of a tagged word in this build's epoch: 0 (empty), flag_aggregate or flag_inclusive.
+__device__ __forceinline__ unsigned tagged_status(tagged_word w, unsigned epoch) {
+  const unsigned tag = unsigned(w >> 32);
+  return (tag >> 2) == epoch ? (tag & 3u) : 0u;
+}
+
+template <class Table>
+__device__ __forceinline__ Table tagged_value(tagged_word w) {
+  const unsigned bits = unsigned(w);
+  return reinterpret_cast<const Table&>(bits);
+}
+
+//! Look-back of one lane over its own C scans (one word per channel per predecessor), tagged
+//! words. Predecessor k (k = 0 the nearest, k < count) has channel c's word at word_at(k, c); the
+//! farthest one (k = count - 1, the first tile of the row or column) always holds an inclusive
+//! prefix. Reads Window predecessors at once (Window * C independent loads), then per channel
+//! adds every aggregate up to its nearest inclusive prefix; a channel that met an empty word
+//! stops there, and the lane moves on by the smallest such stop over the channels still open
+//! (channels already closed read nothing more). Only the words still needed are read again.
+template <int Window, int C, class Table, class WordAt>
+__device__ __forceinline__ void lane_look_back_tagged(int count, unsigned epoch, WordAt word_at, Table (&carry)[C]) {
+  constexpr unsigned all = (1u << C) - 1u;
+  unsigned done = count > 0 ? 0u : all;
+  int k = 0;
+  while (done != all) {
+    tagged_word w[Window][C];
+#pragma unroll
+    for (int j = 0; j < Window; ++j)
+#pragma unroll
+      for (int c = 0; c < C; ++c) w[j][c] = (!((done >> c) & 1u) && k + j < count) ? load_tagged(word_at(k + j, c)) : 0;
+    int advance = Window;
+    unsigned closed = 0;
+    int close_at[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      close_at[c] = -1;
+      if ((done >> c) & 1u) continue;
+      int stop = Window;  // first empty word of this channel in the window
+#pragma unroll
+      for (int j = Window - 1; j >= 0; --j) {
+        // Past the first tile (cannot happen: it is inclusive) counts as an inclusive prefix of 0.
+        const unsigned st = k + j < count ? tagged_status(w[j][c], epoch) : flag_inclusive;
+        if (st == 0) {
+          stop = j;
+          close_at[c] = -1;
+        } else if (st == flag_inclusive) {
+          close_at[c] = j;
+          stop = Window;
+        }
+      }
+      // close_at: the nearest inclusive word before any empty one (-1: none).
+      if (close_at[c] >= 0) closed |= 1u << c;
+      else advance = stop < advance ? stop : advance;
+    }
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      if ((done >> c) & 1u) continue;
+      const int last = ((closed >> c) & 1u) ? close_at[c] : advance - 1;
+#pragma unroll
+      for (int j = 0; j < Window; ++j)
+        if (j <= last && k + j < count) carry[c] += tagged_value<Table>(w[j][c]);
+    }
+    done |= closed;
+    k += advance;
+  }
+}
+
+//! Warp-wide look-back over a single C-word descriptor per predecessor (the corner chain), tagged
+//! words: lane j reads predecessor base + j's C words (words_of(k) points at channel 0, channels
+//! contiguous), 32 predecessors per window. Per channel: the nearest inclusive word of the window
+//! and the empty words before it decide whether the window is complete; the channel's carry gets
+//! the sum (warp butterfly) of its words up to that inclusive one. Lean polling: only the lanes
+//! whose word is still empty and lies before the channel's nearest inclusive one read it again.
+template <int C, class Table, class WordsOf>
+__device__ __forceinline__ void warp_look_back_tagged(int count, unsigned epoch, WordsOf words_of, Table (&carry)[C]) {
+  const int lane = int(threadIdx.x) & 31;
+  constexpr unsigned all = (1u << C) - 1u;
+  unsigned done = 0;  // channels closed by an inclusive prefix (warp-uniform)
+  for (int base = 0; base < count; base += 32) {
+    const int k = base + lane;
+    tagged_word w[C];
+    unsigned st[C];
+    int first[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      w[c] = 0;
+      st[c] = k < count ? 0u : flag_inclusive;  // past the first tile: an inclusive prefix of 0
+      first[c] = 32;
+    }
+    for (;;) {
+      bool ready = true;
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        if ((done >> c) & 1u) continue;
+        if (st[c] == 0 && lane <= first[c]) {
+          w[c] = load_tagged(words_of(k) + c);
+          st[c] = tagged_status(w[c], epoch);
+        }
+      }
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        if ((done >> c) & 1u) continue;
+        const unsigned inclusive = __ballot_sync(0xffffffffu, st[c] == flag_inclusive);
+        const unsigned empty = __ballot_sync(0xffffffffu, st[c] == 0);
+        first[c] = inclusive ? __ffs(int(inclusive)) - 1 : 32;
+        const unsigned needed = first[c] >= 31 ? 0xffffffffu : ((2u << first[c]) - 1u);
+        if (empty & needed) ready = false;
+      }
+      if (ready) break;
+    }
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      if ((done >> c) & 1u) continue;
+      Table v = lane <= first[c] ? tagged_value<Table>(w[c]) : Table(0);
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+      carry[c] += v;
+      if (first[c] < 32) done |= 1u << c;
+    }
+    if (done == all) return;
+  }
+}
+
 //! Decoupled look-back over up to 32 predecessors at a time, by one warp. Predecessor k (k = 0 is
 //! the nearest) has flag flags[tile_of(k)]; `count` predecessors exist. Adds, for every predecessor
 //! up to and including the nearest one with an inclusive prefix, value(k) (the inclusive prefix for
@@ -242,6 +411,12 @@ struct tile_descriptors {
   Table* col_inclusive;       // [tiles][128][channels]
   Table* corner_aggregate;    // [tiles][channels]
   Table* corner_inclusive;    // [tiles][channels]
+  // look_back_protocol::tagged (4-byte tables; the flags and value slots above are then unused):
+  // one tagged word per value, channel-major so that the lanes of a warp read contiguous words.
+  tagged_word* row_word = nullptr;     // [tiles][channels][32]
+  tagged_word* col_word = nullptr;     // [tiles][channels][128]
+  tagged_word* corner_word = nullptr;  // [tiles][channels]
+  unsigned epoch = 0;                  // tagged: this build's epoch (0 after a clear)
   // Measuring builds only (the Measure template flag; null otherwise): per tile, phase_stamps
   // values, see stamp_* below.
   unsigned long long* stamps = nullptr;
@@ -383,17 +558,18 @@ __device__ __forceinline__ void prefetch_tile(const In* image, int width, int he
 //! because a tile claimed ahead of time (to know what to prefetch) but not yet started holds back
 //! every later tile that looks back over it: claiming the next tile from the counter at the start
 //! of the current one made the kernel 5 to 50 times slower (measured). Progress needs every block
-//! to become resident (a tile waits on smaller tiles of any block): true when G blocks fit at once;
-//! blocks kept waiting by other work on the device start when that work ends.
+//! to be resident at once (a tile waits on smaller tiles of any block): the library launches this
+//! mode cooperatively and falls back to one tile per block when the runtime refuses (sat.cu).
 //! Otherwise: one block per tile, the tile taken in processing order from the counter, so every tile
 //! waited on has started: no deadlock at any occupancy; loads straight from global memory.
 //! Both modes rely on every tile a look-back reads coming earlier in the processing order, which
 //! holds for both orders of tile_at on any grid.
 //! Measure: write phase stamps to d.stamps (canopy-sat-phases only; compiled out otherwise).
 //! Order: tile_order::diagonal (the library's) or raster (canopy-sat-phases' comparison).
-//! Poll: which lanes of a waiting look-back re-read their flags (look_back_poll).
+//! Poll: which lanes of a waiting look-back re-read their flags (look_back_poll; flags only).
+//! Protocol: flags, or tagged words (4-byte tables; d.row_word etc. and d.epoch).
 template <class In, class Table, int C, bool Prefetch, bool Measure = false, tile_order Order = tile_order::diagonal,
-          look_back_poll Poll = look_back_poll::all>
+          look_back_poll Poll = look_back_poll::all, look_back_protocol Protocol = look_back_protocol::flags>
 __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     sat_single_pass_kernel(const In* __restrict__ image, Table* __restrict__ table, int width, int height,
                            Table* __restrict__ offset, int tiles_x, unsigned tiles, tile_descriptors<Table> d) {
@@ -403,6 +579,9 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
   constexpr int units = prefetch_units<In, C>();
   static_assert(TR <= 32, "warp 0 holds one tile row per lane");
   static_assert(!Prefetch || units > 0, "prefetch needs whole 16-byte units per segment");
+  constexpr bool tagged = Protocol == look_back_protocol::tagged;
+  static_assert(!tagged || sizeof(Table) == 4, "tagged descriptors hold 4-byte values");
+  constexpr int tagged_window = 2;  // predecessors a lane reads at once in the row / column look-backs
   extern __shared__ uint4 s_prefetch[];
   __shared__ tile_shared<Table, C> sh;
   auto& s_warp_col = sh.warp_col;
@@ -564,26 +743,45 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
         sum[c] = has_row ? s_row_sum[row][c] : Table(0);
         carry[c] = Table(0);
       }
-      if (has_row)
-#pragma unroll
-        for (int c = 0; c < C; ++c) (tj == 0 ? d.row_inclusive : d.row_aggregate)[row_base + c] = sum[c];
-      publish_flag(d.row_flag + tile, tj == 0 ? flag_inclusive : flag_aggregate, lane);
-      if (lane == 0) stamp(stamp_rows_published);
-      if (tj > 0) {
-        const unsigned row_start = unsigned(ti * tiles_x);
-        look_back<Poll>(
-            d.row_flag, tj, [&](int k) { return row_start + unsigned(tj - 1 - k); },
-            [&](int k, unsigned f) {
-              const Table* src = (f == flag_inclusive ? d.row_inclusive : d.row_aggregate) +
-                                 std::size_t(row_start + unsigned(tj - 1 - k)) * TR * C + std::size_t(row) * C;
-              if (has_row)
-#pragma unroll
-                for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
-            });
+      if constexpr (tagged) {
+        tagged_word* mine = d.row_word + std::size_t(tile) * C * 32 + row;  // channel c at mine[32 c]
         if (has_row)
 #pragma unroll
-          for (int c = 0; c < C; ++c) d.row_inclusive[row_base + c] = carry[c] + sum[c];
-        publish_flag(d.row_flag + tile, flag_inclusive, lane);
+          for (int c = 0; c < C; ++c) store_tagged(mine + 32 * c, d.epoch, tj == 0 ? flag_inclusive : flag_aggregate, sum[c]);
+        if (lane == 0) stamp(stamp_rows_published);
+        if (tj > 0 && has_row) {
+          const unsigned row_start = unsigned(ti * tiles_x);
+          lane_look_back_tagged<tagged_window, C>(
+              tj, d.epoch,
+              [&](int k, int c) {
+                return d.row_word + (std::size_t(row_start + unsigned(tj - 1 - k)) * C + std::size_t(c)) * 32 + row;
+              },
+              carry);
+#pragma unroll
+          for (int c = 0; c < C; ++c) store_tagged(mine + 32 * c, d.epoch, flag_inclusive, carry[c] + sum[c]);
+        }
+      } else {
+        if (has_row)
+#pragma unroll
+          for (int c = 0; c < C; ++c) (tj == 0 ? d.row_inclusive : d.row_aggregate)[row_base + c] = sum[c];
+        publish_flag(d.row_flag + tile, tj == 0 ? flag_inclusive : flag_aggregate, lane);
+        if (lane == 0) stamp(stamp_rows_published);
+        if (tj > 0) {
+          const unsigned row_start = unsigned(ti * tiles_x);
+          look_back<Poll>(
+              d.row_flag, tj, [&](int k) { return row_start + unsigned(tj - 1 - k); },
+              [&](int k, unsigned f) {
+                const Table* src = (f == flag_inclusive ? d.row_inclusive : d.row_aggregate) +
+                                   std::size_t(row_start + unsigned(tj - 1 - k)) * TR * C + std::size_t(row) * C;
+                if (has_row)
+#pragma unroll
+                  for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
+              });
+          if (has_row)
+#pragma unroll
+            for (int c = 0; c < C; ++c) d.row_inclusive[row_base + c] = carry[c] + sum[c];
+          publish_flag(d.row_flag + tile, flag_inclusive, lane);
+        }
       }
 #pragma unroll
       for (int dlt = 1; dlt < 32; dlt <<= 1) {
@@ -601,9 +799,13 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
 #pragma unroll
         for (int c = 0; c < C; ++c) {
           s_carry_total[c] = carry[c];
-          (ti == 0 ? d.corner_inclusive : d.corner_aggregate)[std::size_t(tile) * C + c] = carry[c];
+          if constexpr (tagged)
+            store_tagged(d.corner_word + std::size_t(tile) * C + c, d.epoch, ti == 0 ? flag_inclusive : flag_aggregate,
+                         carry[c]);
+          else
+            (ti == 0 ? d.corner_inclusive : d.corner_aggregate)[std::size_t(tile) * C + c] = carry[c];
         }
-        publish_flag_single(d.corner_flag + tile, ti == 0 ? flag_inclusive : flag_aggregate);
+        if constexpr (!tagged) publish_flag_single(d.corner_flag + tile, ti == 0 ? flag_inclusive : flag_aggregate);
       }
       if (lane == 0) stamp(stamp_rows_done);
     } else if (warp == 1) {
@@ -611,7 +813,12 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
       Table corner[C];
 #pragma unroll
       for (int c = 0; c < C; ++c) corner[c] = Table(0);
-      if (ti > 0 && tj > 0) {
+      if constexpr (tagged) {
+        if (ti > 0 && tj > 0)
+          warp_look_back_tagged<C>(
+              ti, d.epoch, [&](int k) { return d.corner_word + std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * C; },
+              corner);
+      } else if (ti > 0 && tj > 0) {
         look_back<Poll>(
             d.corner_flag, ti, [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj); },
             [&](int k, unsigned f) {
@@ -644,25 +851,45 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
         }
         col_sum[c] = acc;
         carry[c] = Table(0);
-        (ti == 0 ? d.col_inclusive : d.col_aggregate)[col_base + c] = acc;
+        if constexpr (tagged)
+          store_tagged(d.col_word + (std::size_t(tile) * C + c) * tile_cols + x, d.epoch,
+                       ti == 0 ? flag_inclusive : flag_aggregate, acc);
+        else
+          (ti == 0 ? d.col_inclusive : d.col_aggregate)[col_base + c] = acc;
       }
-      const unsigned my_flag = tile * col_groups + unsigned(g);
-      publish_flag(d.col_flag + my_flag, ti == 0 ? flag_inclusive : flag_aggregate, lane);
-      if (g == 0 && lane == 0) stamp(stamp_cols_published);
-      if (ti > 0) {
-        look_back<Poll>(
-            d.col_flag, ti,
-            [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj) * col_groups + unsigned(g); },
-            [&](int k, unsigned f) {
-              const Table* src = (f == flag_inclusive ? d.col_inclusive : d.col_aggregate) +
-                                 std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * tile_cols * C +
-                                 std::size_t(x) * C;
+      if constexpr (tagged) {
+        if (g == 0 && lane == 0) stamp(stamp_cols_published);
+        if (ti > 0) {
+          lane_look_back_tagged<tagged_window, C>(
+              ti, d.epoch,
+              [&](int k, int c) {
+                return d.col_word + (std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * C + std::size_t(c)) * tile_cols + x;
+              },
+              carry);
 #pragma unroll
-              for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
-            });
+          for (int c = 0; c < C; ++c)
+            store_tagged(d.col_word + (std::size_t(tile) * C + c) * tile_cols + x, d.epoch, flag_inclusive,
+                         carry[c] + col_sum[c]);
+        }
+      } else {
+        const unsigned my_flag = tile * col_groups + unsigned(g);
+        publish_flag(d.col_flag + my_flag, ti == 0 ? flag_inclusive : flag_aggregate, lane);
+        if (g == 0 && lane == 0) stamp(stamp_cols_published);
+        if (ti > 0) {
+          look_back<Poll>(
+              d.col_flag, ti,
+              [&](int k) { return unsigned((ti - 1 - k) * tiles_x + tj) * col_groups + unsigned(g); },
+              [&](int k, unsigned f) {
+                const Table* src = (f == flag_inclusive ? d.col_inclusive : d.col_aggregate) +
+                                   std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * tile_cols * C +
+                                   std::size_t(x) * C;
 #pragma unroll
-        for (int c = 0; c < C; ++c) d.col_inclusive[col_base + c] = carry[c] + col_sum[c];
-        publish_flag(d.col_flag + my_flag, flag_inclusive, lane);
+                for (int c = 0; c < C; ++c) carry[c] += load_l2(src + c);
+              });
+#pragma unroll
+          for (int c = 0; c < C; ++c) d.col_inclusive[col_base + c] = carry[c] + col_sum[c];
+          publish_flag(d.col_flag + my_flag, flag_inclusive, lane);
+        }
       }
 #pragma unroll
       for (int c = 0; c < C; ++c) s_col_carry[xp * C + c][xl] = carry[c];
@@ -671,9 +898,15 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     __syncthreads();
     if (tid == 0) stamp(stamp_barrier2);
     if (warp == 1 && lane == 0 && ti > 0) {
+      if constexpr (tagged) {
 #pragma unroll
-      for (int c = 0; c < C; ++c) d.corner_inclusive[std::size_t(tile) * C + c] = s_corner[c] + s_carry_total[c];
-      publish_flag_single(d.corner_flag + tile, flag_inclusive);
+        for (int c = 0; c < C; ++c)
+          store_tagged(d.corner_word + std::size_t(tile) * C + c, d.epoch, flag_inclusive, s_corner[c] + s_carry_total[c]);
+      } else {
+#pragma unroll
+        for (int c = 0; c < C; ++c) d.corner_inclusive[std::size_t(tile) * C + c] = s_corner[c] + s_carry_total[c];
+        publish_flag_single(d.corner_flag + tile, flag_inclusive);
+      }
     }
 
     Table column_base[segment];

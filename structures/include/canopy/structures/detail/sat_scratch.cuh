@@ -13,6 +13,15 @@
 //   values row_aggregate, row_inclusive (32 x C each), col_aggregate, col_inclusive (128 x C
 //          each), corner_aggregate, corner_inclusive (C each): 2 x (32 + 128 + 1) x C per tile,
 //          about 8% of a table's size
+//
+// Tagged layout (look_back_protocol::tagged, 4-byte tables):
+//   words  counter (1)                                                    zeroed per build
+//   pad    to 256 bytes
+//   tagged row_word (32 x C), col_word (128 x C), corner_word (C) per tile, 8 bytes each: the same
+//          bytes as the two value slots of the flag layout; empty words must read as empty: zeroed
+//          per build (zeroed_bytes covers them), or kept by one owner with a new epoch per build
+//          (then only counter_bytes are zeroed per build; the whole buffer on allocation and
+//          before the epoch wraps)
 #pragma once
 
 #include <canopy/core/config.hpp>
@@ -31,11 +40,22 @@ struct scratch_layout {
   std::size_t flag_bytes = 0;    //!< zeroed_bytes rounded up to 256: where the values start
   std::size_t value_bytes = 0;   //!< descriptor values, never read before they are written
   std::size_t total_bytes = 0;   //!< flag_bytes + value_bytes
+  std::size_t counter_bytes = sizeof(unsigned);  //!< the tile counter alone (tagged, epoch builds)
+  bool tagged = false;
 
-  template <class Table, int C>
+  template <class Table, int C, bool Tagged = false>
   static scratch_layout of(std::size_t tiles) {
     scratch_layout l;
     l.tiles = tiles;
+    if constexpr (Tagged) {
+      static_assert(sizeof(Table) == 4, "tagged descriptors hold 4-byte values");
+      l.tagged = true;
+      l.flag_bytes = 256;
+      l.value_bytes = tiles * std::size_t(tile_rows + tile_cols + 1) * C * sizeof(tagged_word);
+      l.total_bytes = l.flag_bytes + l.value_bytes;
+      l.zeroed_bytes = l.total_bytes;
+      return l;
+    }
     l.zeroed_bytes = (1 + tiles * (2 + std::size_t(col_groups))) * sizeof(unsigned);
     l.flag_bytes = (l.zeroed_bytes + 255) / 256 * 256;
     l.value_bytes = tiles * 2 * std::size_t(tile_rows + tile_cols + 1) * C * sizeof(Table);
@@ -52,6 +72,16 @@ tile_descriptors<Table> carve_descriptors(unsigned char* scratch, const scratch_
   tile_descriptors<Table> d;
   unsigned* flags = reinterpret_cast<unsigned*>(scratch);
   d.counter = flags;
+  if (layout.tagged) {
+    d.row_flag = d.corner_flag = d.col_flag = nullptr;
+    d.row_aggregate = d.row_inclusive = d.col_aggregate = d.col_inclusive = nullptr;
+    d.corner_aggregate = d.corner_inclusive = nullptr;
+    tagged_word* words = reinterpret_cast<tagged_word*>(scratch + layout.flag_bytes);
+    d.row_word = words;
+    d.col_word = d.row_word + tiles * tile_rows * C;
+    d.corner_word = d.col_word + tiles * tile_cols * C;
+    return d;
+  }
   d.row_flag = flags + 1;
   d.corner_flag = d.row_flag + tiles;
   d.col_flag = d.corner_flag + tiles;
