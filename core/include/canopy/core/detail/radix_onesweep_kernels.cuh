@@ -49,6 +49,11 @@ namespace variant {
 //! instead of following it; after ranking each thread reads back its own values and, after one
 //! more block barrier, places them. Index variants (values = positions) are unaffected.
 constexpr int stage_values = 1;
+//! Persistent blocks: the grid holds only the blocks that fit the GPU at once, and each block
+//! loops over tiles; the next tile id is fetched (atomic) during the current tile's look-back, so
+//! its latency and the block launch are off the critical path. Counters are cleared during the
+//! write-out. Same barriers per tile.
+constexpr int persistent = 4;
 }  // namespace variant
 
 //! Tile shape: 384 threads x `items` per thread; shared memory is dynamic (per-warp digit
@@ -187,11 +192,16 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
   __shared__ std::uint32_t s_warp_sums[radix / 32];
   __shared__ std::uint32_t s_tile;
 
+  constexpr bool persistent = (Variant & variant::persistent) != 0;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   if (tid == 0) s_tile = atomicAdd(a.tile_counter, 1u);
   for (int i = tid; i < warps * radix; i += threads) counters[i] = 0;
   __syncthreads();
-  const std::uint32_t tile = s_tile;
+  std::uint32_t next_tile = s_tile;
+  do {
+  const std::uint32_t tile = next_tile;
+  if constexpr (persistent)
+    if (std::uint64_t(tile) * tile_size >= a.n) break;
   const std::uint32_t tile_base = tile * tile_size;
   const std::uint32_t tile_n = min(std::uint32_t(tile_size), a.n - tile_base);
   const bool full_tile = tile_n == std::uint32_t(tile_size);
@@ -319,6 +329,10 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
 #pragma unroll
     for (int i = 0; i < items; ++i) s_vals[pos[i]] = vals[i];
   }
+  // Persistent: the last warp (not in the look-back) claims the block's next tile; every thread
+  // read s_tile barriers ago, and reads the new id after the barrier below.
+  if constexpr (persistent)
+    if (tid == threads - 1) s_tile = atomicAdd(a.tile_counter, 1u);
   if (tid < radix) {
     std::uint32_t prefix = 0;
     if (tile > 0) {
@@ -369,6 +383,13 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
     write_out(yes{}, std::integral_constant<key_kind, key_kind::floating_point>{});
   else
     write_out(yes{}, unsigned_kind{});
+  if constexpr (persistent) {
+    next_tile = s_tile;
+    // Ranking ended barriers ago: the counters are free for the next tile's counts.
+    for (int i = tid; i < warps * radix; i += threads) counters[i] = 0;
+    __syncthreads();  // the write-out has read the exchange buffers and s_delta
+  }
+  } while (persistent);
 }
 
 //! Counts the digits of passes [0, passes) of every key into hist[pass][256] (zeroed before).
