@@ -45,7 +45,6 @@ struct tile {
 std::string label_of(int items, int min_blocks, int variant) {
   std::string s = std::to_string(items) + "x" + std::to_string(min_blocks);
   if (variant & cd::onesweep::variant::stage_values) s += " staged-values";
-  if (variant & cd::onesweep::variant::persistent) s += " persistent";
   return s;
 }
 
@@ -214,25 +213,22 @@ struct sort_case {
 // also records variants tried and removed (evict-first loads, values staged apart).
 void sweep_u32_keys(canopy::context& ctx, int lg) {
   sort_case<std::uint32_t, no_value> c(ctx, "u32_keys", lg, 32);
-  constexpr int P = cd::onesweep::variant::persistent;
   c.sweep<tile<20, 3>, tile<26, 3>, tile<28, 3>, tile<30, 3>, tile<32, 3>, tile<32, 2>, tile<36, 2>, tile<40, 2>,
-          tile<16, 4>, tile<30, 3, P>>();
+          tile<16, 4>>();
 }
 
 void sweep_u32_u32_pairs(canopy::context& ctx, int lg) {
   constexpr int S = cd::onesweep::variant::stage_values;
   sort_case<std::uint32_t, std::uint32_t> c(ctx, "u32_u32_pairs", lg, 32);
-  constexpr int P = cd::onesweep::variant::persistent;
   c.sweep<tile<16, 3>, tile<18, 3>, tile<20, 2>, tile<22, 2>, tile<24, 2>, tile<16, 3, S>, tile<20, 2, S>,
-          tile<21, 2, S>, tile<22, 2, S>, tile<23, 2, S>, tile<20, 2, S | P>, tile<22, 2, S | P>, tile<22, 2, P>>();
+          tile<21, 2, S>, tile<22, 2, S>, tile<23, 2, S>>();
 }
 
 template <int EndBit>
 void sweep_u64_keys(canopy::context& ctx, int lg) {
   sort_case<std::uint64_t, no_value> c(ctx, EndBit == 64 ? "u64_keys" : "u64_48bit_keys", lg, EndBit);
-  constexpr int P = cd::onesweep::variant::persistent;
   c.sweep<tile<14, 3>, tile<16, 3>, tile<18, 3>, tile<20, 2>, tile<22, 2>, tile<24, 2>, tile<26, 2>, tile<28, 2>,
-          tile<10, 4>, tile<24, 2, P>, tile<26, 2, P>, tile<16, 3, P>>();
+          tile<10, 4>>();
 }
 
 void sweep_u64_u32_pairs(canopy::context& ctx, int lg) {

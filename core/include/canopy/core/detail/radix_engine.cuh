@@ -155,26 +155,6 @@ void allow_pass_shared_memory(int device) {
   else set();
 }
 
-//! Blocks of one pass kernel instantiation that fit one SM at once (occupancy query, once per
-//! device; the shared memory limit must have been allowed before). Used by persistent variants.
-template <class K, class V, int Items, int MinBlocks, int Variant>
-int pass_blocks_per_sm(int device) {
-  using S = onesweep::shape<K, V, Items, MinBlocks>;
-  const auto query = [] {
-    int blocks = 0;
-    CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &blocks, onesweep::onesweep_pass_kernel<K, V, Items, MinBlocks, onesweep::digit_word::whole, Variant>, S::threads,
-        S::smem_bytes));
-    return std::max(blocks, 1);
-  };
-  constexpr int tracked = 64;
-  static std::once_flag once[tracked];
-  static int blocks[tracked];
-  if (device < 0 || device >= tracked) return query();
-  std::call_once(once[device], [&] { blocks[device] = query(); });
-  return blocks[device];
-}
-
 template <class K, class V, int Items, int MinBlocks, int Variant = 0>
 void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   namespace os = onesweep;
@@ -221,9 +201,6 @@ void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
     allow_pass_shared_memory<K, V, Items, MinBlocks, digit_word::low, Variant>(ctx.device().ordinal);
     allow_pass_shared_memory<K, V, Items, MinBlocks, digit_word::high, Variant>(ctx.device().ordinal);
   }
-  std::size_t grid = tiles;
-  if constexpr ((Variant & os::variant::persistent) != 0)
-    grid = std::min<std::size_t>(tiles, std::size_t(sms) * pass_blocks_per_sm<K, V, Items, MinBlocks, Variant>(ctx.device().ordinal));
   for (int p = 0; p < passes; ++p) {
     const int shift = job.begin_bit + 8 * p;
     const int bits = std::min(8, job.end_bit - shift);
@@ -248,7 +225,7 @@ void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
     a.digit_offsets = hist + std::size_t(p) * os::radix;
     a.lookback = lookback + std::size_t(p) * tiles * os::radix;
     a.tile_counter = counters + p;
-    kernel<<<unsigned(grid), S::threads, S::smem_bytes, ctx.stream()>>>(a);
+    kernel<<<unsigned(tiles), S::threads, S::smem_bytes, ctx.stream()>>>(a);
     CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::onesweep_pass_kernel");
   }
 }

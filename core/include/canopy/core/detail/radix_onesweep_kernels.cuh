@@ -42,18 +42,14 @@ constexpr int radix = 256;
 //! removed (sort.md, runs 9-10): evict-first loads (2-4% slower), values staged into a buffer of
 //! their own and placed as their keys are ranked (no faster than stage_values); round 4: 4-byte
 //! pairs packed into one 8-byte record per key (2-7% slower), L2 prefetch of the tile one wave
-//! ahead (8-25% slower).
+//! ahead (8-25% slower), persistent blocks that claim their next tile during the look-back (3-17%
+//! slower).
 namespace variant {
 //! Pairs: each thread starts copying its tile's values into the value exchange buffer (cp.async,
 //! no registers) right after the tile id is known, so the value loads overlap the key ranking
 //! instead of following it; after ranking each thread reads back its own values and, after one
 //! more block barrier, places them. Index variants (values = positions) are unaffected.
 constexpr int stage_values = 1;
-//! Persistent blocks: the grid holds only the blocks that fit the GPU at once, and each block
-//! loops over tiles; the next tile id is fetched (atomic) during the current tile's look-back, so
-//! its latency and the block launch are off the critical path. Counters are cleared during the
-//! write-out. Same barriers per tile.
-constexpr int persistent = 4;
 }  // namespace variant
 
 //! Tile shape: 384 threads x `items` per thread; shared memory is dynamic (per-warp digit
@@ -192,16 +188,11 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
   __shared__ std::uint32_t s_warp_sums[radix / 32];
   __shared__ std::uint32_t s_tile;
 
-  constexpr bool persistent = (Variant & variant::persistent) != 0;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   if (tid == 0) s_tile = atomicAdd(a.tile_counter, 1u);
   for (int i = tid; i < warps * radix; i += threads) counters[i] = 0;
   __syncthreads();
-  std::uint32_t next_tile = s_tile;
-  do {
-  const std::uint32_t tile = next_tile;
-  if constexpr (persistent)
-    if (std::uint64_t(tile) * tile_size >= a.n) break;
+  const std::uint32_t tile = s_tile;
   const std::uint32_t tile_base = tile * tile_size;
   const std::uint32_t tile_n = min(std::uint32_t(tile_size), a.n - tile_base);
   const bool full_tile = tile_n == std::uint32_t(tile_size);
@@ -329,10 +320,6 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
 #pragma unroll
     for (int i = 0; i < items; ++i) s_vals[pos[i]] = vals[i];
   }
-  // Persistent: the last warp (not in the look-back) claims the block's next tile; every thread
-  // read s_tile barriers ago, and reads the new id after the barrier below.
-  if constexpr (persistent)
-    if (tid == threads - 1) s_tile = atomicAdd(a.tile_counter, 1u);
   if (tid < radix) {
     std::uint32_t prefix = 0;
     if (tile > 0) {
@@ -383,13 +370,6 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
     write_out(yes{}, std::integral_constant<key_kind, key_kind::floating_point>{});
   else
     write_out(yes{}, unsigned_kind{});
-  if constexpr (persistent) {
-    next_tile = s_tile;
-    // Ranking ended barriers ago: the counters are free for the next tile's counts.
-    for (int i = tid; i < warps * radix; i += threads) counters[i] = 0;
-    __syncthreads();  // the write-out has read the exchange buffers and s_delta
-  }
-  } while (persistent);
 }
 
 //! Counts the digits of passes [0, passes) of every key into hist[pass][256] (zeroed before).
