@@ -431,17 +431,91 @@ TEST(RadixDeviceClass, FromBandwidthPerSmClock) {
   EXPECT_EQ(canopy::detail::onesweep_regime_of(host), onesweep_regime::compute_bound);
 }
 
+// The CUDA tile shape a device runs must fit its per-block shared memory (opt-in limit): the
+// class's default where it fits, else the compact fallback (at most 48 KiB), else canopy::error
+// naming the limit. Device facts of real parts; no GPU needed.
+TEST(RadixShapeFit, FollowsTheSharedMemoryOptInLimit) {
+  namespace cd = canopy::detail;
+  using cd::no_value;
+  using cd::onesweep_fit;
+  using u32 = std::uint32_t;
+  using u64 = std::uint64_t;
+  canopy::device_info h100, rtx3090, t4, tiny, unknown;
+  h100.name = "H100";
+  h100.multiprocessors = 132;
+  h100.clock_khz = 1980000;
+  h100.memory_bandwidth = 2.0 * 2619e6 * 5120 / 8;
+  h100.shared_memory_per_block_optin = 232448;  // 227 KiB (sm_90)
+  rtx3090.name = "RTX 3090";
+  rtx3090.multiprocessors = 82;
+  rtx3090.clock_khz = 1695000;
+  rtx3090.memory_bandwidth = 936e9;
+  rtx3090.shared_memory_per_block_optin = 101376;  // 99 KiB (sm_86)
+  t4.name = "T4";
+  t4.multiprocessors = 40;
+  t4.clock_khz = 1590000;
+  t4.memory_bandwidth = 320e9;
+  t4.shared_memory_per_block_optin = 65536;  // 64 KiB (sm_75)
+  tiny = t4;
+  tiny.name = "tiny";
+  tiny.shared_memory_per_block_optin = 40000;  // below the 48 KiB every real device allows
+  unknown = h100;
+  unknown.shared_memory_per_block_optin = 0;  // not reported: 48 KiB assumed
+  ASSERT_EQ(cd::onesweep_regime_of(rtx3090), cd::onesweep_regime::bandwidth_bound);
+  ASSERT_EQ(cd::onesweep_regime_of(t4), cd::onesweep_regime::bandwidth_bound);
+
+  const char* f = "test";
+  // Every default fits an H100 (and the H200: same limit).
+  EXPECT_EQ((cd::onesweep_fit_of<u32, no_value>(h100, f)), onesweep_fit::class_default);
+  EXPECT_EQ((cd::onesweep_fit_of<u64, no_value>(h100, f)), onesweep_fit::class_default);
+  EXPECT_EQ((cd::onesweep_fit_of<u32, u32>(h100, f)), onesweep_fit::class_default);
+  EXPECT_EQ((cd::onesweep_fit_of<u64, u32>(h100, f)), onesweep_fit::class_default);
+  EXPECT_EQ((cd::onesweep_fit_of<u64, u64>(h100, f)), onesweep_fit::class_default);
+  // 99 KiB: 8-byte keys with 8-byte values (16 items: 108 KiB) take the compact shape; the rest fit.
+  EXPECT_EQ((cd::onesweep_fit_of<u64, u64>(rtx3090, f)), onesweep_fit::compact);
+  EXPECT_EQ((cd::onesweep_fit_of<u64, no_value>(rtx3090, f)), onesweep_fit::class_default);
+  EXPECT_EQ((cd::onesweep_fit_of<u64, u32>(rtx3090, f)), onesweep_fit::class_default);
+  EXPECT_EQ((cd::onesweep_fit_of<u32, u32>(rtx3090, f)), onesweep_fit::class_default);
+  // 64 KiB: only 4-byte keys alone (30 items: 58 KiB) keep their default.
+  EXPECT_EQ((cd::onesweep_fit_of<u32, no_value>(t4, f)), onesweep_fit::class_default);
+  EXPECT_EQ((cd::onesweep_fit_of<u64, no_value>(t4, f)), onesweep_fit::compact);
+  EXPECT_EQ((cd::onesweep_fit_of<u32, u32>(t4, f)), onesweep_fit::compact);
+  EXPECT_EQ((cd::onesweep_fit_of<u64, u64>(t4, f)), onesweep_fit::compact);
+  // What the choice is made from: each default's bytes against each limit, and the compact
+  // shapes within 48 KiB.
+  EXPECT_GT((cd::onesweep_default<u64, u64, cd::onesweep_regime::bandwidth_bound>::block_bytes), 101376u);
+  EXPECT_LE((cd::onesweep_default<u64, u32, cd::onesweep_regime::bandwidth_bound>::block_bytes), 101376u);
+  EXPECT_GT((cd::onesweep_default<u64, no_value, cd::onesweep_regime::bandwidth_bound>::block_bytes), 65536u);
+  EXPECT_LE((cd::onesweep_default<u32, no_value, cd::onesweep_regime::bandwidth_bound>::block_bytes), 65536u);
+  EXPECT_LE((canopy::detail::onesweep::shape<u64, u64, cd::onesweep_compact<u64, u64>::items, 2>::block_bytes), 49152u);
+  EXPECT_GE((cd::onesweep_compact<u64, u64>::items), 5);
+  EXPECT_GE((cd::onesweep_compact<u32, no_value>::items), 20);
+  // Unknown limit: 48 KiB assumed, which no default fits (4-byte keys: 30 items, 58 KiB).
+  EXPECT_EQ((cd::onesweep_fit_of<u32, no_value>(unknown, f)), onesweep_fit::compact);
+  EXPECT_EQ((cd::onesweep_fit_of<u64, u64>(unknown, f)), onesweep_fit::compact);
+  // Below 48 KiB nothing fits: a clear error naming the limit and the device.
+  try {
+    (void)cd::onesweep_fit_of<u32, no_value>(tiny, "canopy::radix_sort_keys");
+    ADD_FAILURE() << "a 40000-byte limit must be refused";
+  } catch (const canopy::error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("canopy::radix_sort_keys"), std::string::npos) << what;
+    EXPECT_NE(what.find("40000"), std::string::npos) << what;
+    EXPECT_NE(what.find("tiny"), std::string::npos) << what;
+  }
+}
+
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
 // The library runs one device class's shapes per GPU; these run both classes' default shapes (and
 // so both kernel variants) through the LSD driver on whichever GPU is present: unsigned keys of
 // the given bit window, values given or (index variant) the input positions, sizes around the
 // tile of each shape (partial last tiles, one tile, several).
 namespace {
-template <class K, class V, canopy::detail::onesweep_regime R>
-void check_device_class_shape(canopy::context& ctx, dist d, int begin_bit, int end_bit, bool index_values,
-                              std::uint64_t seed) {
+// D: a shape (items, min_blocks, variant), e.g. onesweep_default<K, V, R> or onesweep_compact<K, V>.
+template <class K, class V, class D>
+void check_shape(canopy::context& ctx, const char* label, dist d, int begin_bit, int end_bit, bool index_values,
+                 std::uint64_t seed) {
   namespace cd = canopy::detail;
-  using D = cd::onesweep_default<K, V, R>;
   constexpr bool pairs = !std::is_same_v<V, cd::no_value>;
   constexpr std::size_t tile = 384 * std::size_t(D::items);
   for (std::size_t n : {std::size_t(1), std::size_t(33), tile - 1, tile, 3 * tile + 17}) {
@@ -474,8 +548,7 @@ void check_device_class_shape(canopy::context& ctx, dist d, int begin_bit, int e
     cd::lsd_run_cuda_shaped<K, V, D::items, D::min_blocks, D::variant>(ctx, job);
     const bool alt = cd::lsd_passes(begin_bit, end_bit) % 2 == 1;
     const auto got_k = (alt ? k1 : k0).to_host();
-    const std::string what = std::string(R == cd::onesweep_regime::bandwidth_bound ? "bandwidth_bound" : "compute_bound") +
-                             " " + std::to_string(D::items) + "x" + std::to_string(D::min_blocks) + " variant " +
+    const std::string what = std::string(label) + " " + std::to_string(D::items) + "x" + std::to_string(D::min_blocks) + " variant " +
                              std::to_string(D::variant) + " " + name(d) + " n=" + std::to_string(n) + " bits [" +
                              std::to_string(begin_bit) + "," + std::to_string(end_bit) + ")";
     for (std::size_t i = 0; i < n; ++i)
@@ -486,6 +559,19 @@ void check_device_class_shape(canopy::context& ctx, dist d, int begin_bit, int e
         ASSERT_EQ(got_v[i], index_values ? VB(order[i]) : values[order[i]]) << what << ": values differ first at " << i;
     }
   }
+}
+
+template <class K, class V, canopy::detail::onesweep_regime R>
+void check_device_class_shape(canopy::context& ctx, dist d, int begin_bit, int end_bit, bool index_values,
+                              std::uint64_t seed) {
+  check_shape<K, V, canopy::detail::onesweep_default<K, V, R>>(
+      ctx, R == canopy::detail::onesweep_regime::bandwidth_bound ? "bandwidth_bound" : "compute_bound", d, begin_bit,
+      end_bit, index_values, seed);
+}
+
+template <class K, class V>
+void check_compact_shape(canopy::context& ctx, dist d, int begin_bit, int end_bit, bool index_values, std::uint64_t seed) {
+  check_shape<K, V, canopy::detail::onesweep_compact<K, V>>(ctx, "compact", d, begin_bit, end_bit, index_values, seed);
 }
 
 }  // namespace
@@ -515,4 +601,15 @@ class CudaRadixShapes : public canopy_test::CudaTest {};
 CANOPY_DEVICE_CLASS_TESTS(ComputeBound, canopy::detail::onesweep_regime::compute_bound)
 CANOPY_DEVICE_CLASS_TESTS(BandwidthBound, canopy::detail::onesweep_regime::bandwidth_bound)
 #undef CANOPY_DEVICE_CLASS_TESTS
+
+// The compact shapes (for devices whose shared memory cannot hold a class default) on this GPU.
+TEST_F(CudaRadixShapes, CompactFallback) {
+  using canopy::detail::no_value;
+  check_compact_shape<std::uint32_t, no_value>(*ctx_, dist::uniform, 0, 32, false, 7100);
+  check_compact_shape<std::uint64_t, no_value>(*ctx_, dist::few_unique, 0, 64, false, 7110);
+  check_compact_shape<std::uint64_t, no_value>(*ctx_, dist::uniform, 28, 36, false, 7120);
+  check_compact_shape<std::uint32_t, std::uint32_t>(*ctx_, dist::uniform, 0, 32, false, 7130);
+  check_compact_shape<std::uint64_t, std::uint32_t>(*ctx_, dist::uniform, 0, 16, true, 7140);
+  check_compact_shape<std::uint64_t, std::uint64_t>(*ctx_, dist::low_entropy, 0, 64, false, 7150);
+}
 #endif

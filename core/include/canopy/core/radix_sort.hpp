@@ -13,6 +13,12 @@
 //
 // Keys: uint32_t, int32_t, float, uint64_t, int64_t, double. Values: the same six types.
 // The CUDA backend handles n < 2^30 elements per call (larger n is refused with invalid_argument).
+// CUDA tile shapes follow the device class (docs/performance/sort.md) and must fit the device's
+// per-block shared memory (device_info::shared_memory_per_block_optin): where a default does not
+// (8-byte keys with 8-byte values take 108 KiB, sm_86/sm_89 allow 99 KiB; sm_75 allows 64 KiB) a
+// compact shape of at most 48 KiB runs instead (smaller tiles: slower, more look-back state);
+// a device that allows less than that gets canopy::error naming the limit. Builds for sm_70/sm_75
+// work (no cp.async there).
 #pragma once
 
 #include <canopy/core/context.hpp>
@@ -21,9 +27,9 @@
 
 namespace canopy {
 
-//! Sorts keys in place. Temporary memory: n keys, plus on CUDA 0.10 (4-byte keys) or 0.17 (8-byte
-//! keys) bytes per key per pass of look-back state (1 KiB per tile of 9984 or 6144 keys; pairs:
-//! 9216, 6912 or 6144 records, split.hpp) and 1 KiB of digit histogram per pass.
+//! Sorts keys in place. Temporary memory: n keys, plus on CUDA 0.09 to 0.17 bytes per key per pass
+//! of look-back state (1 KiB per tile of 384 x items records: 11520 to 6144 with the default
+//! shapes, split.hpp; up to 0.55 with a compact shape) and 1 KiB of digit histogram per pass.
 //! begin_bit/end_bit: 0 ≤ begin_bit ≤ end_bit ≤ key width (else invalid_argument).
 template <class Key>
 void radix_sort_keys(context& ctx, span<Key> keys, int begin_bit = 0, int end_bit = int(sizeof(Key) * 8));

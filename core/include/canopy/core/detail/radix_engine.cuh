@@ -8,6 +8,7 @@
 #pragma once
 
 #include <canopy/core/buffer.hpp>
+#include <canopy/core/error.hpp>
 #include <canopy/core/for_each.hpp>
 #include <canopy/core/detail/overlap.hpp>
 #include <canopy/core/detail/radix_onesweep_kernels.cuh>
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 namespace canopy::detail {
 
@@ -63,7 +65,6 @@ inline onesweep_regime onesweep_regime_of(const device_info& d) {
                                                      : onesweep_regime::compute_bound;
 }
 
-#if CANOPY_HAS_CUDA && defined(__CUDACC__)
 //! Tile shape per record width and device class: items per thread, blocks per SM as the register
 //! hint (three blocks of 384 threads: 56 registers; two: 80), and the kernel variant
 //! (onesweep::variant). Swept at 2^26 and 2^28 (docs/performance/sort.md):
@@ -84,8 +85,60 @@ struct onesweep_default {
                                                 : 16;
   static constexpr int min_blocks = keys_only && !(bandwidth_bound && sizeof(K) == 8) ? 3 : 2;
   static constexpr int variant = bandwidth_bound && four_byte && !keys_only ? onesweep::variant::stage_values : 0;
+  static constexpr std::size_t block_bytes = onesweep::shape<K, V, items, min_blocks>::block_bytes;
 };
 
+//! The fallback shape of a record type for devices whose per-block shared memory cannot hold the
+//! class's default: the largest tile whose block takes at most 48 KiB, which every CUDA device
+//! allows without opting in (sm_75 allows 64 KiB opted in, sm_86/sm_89 99 KiB, against 90-108 KiB
+//! that some defaults take). Two blocks per SM as the register hint, variant 0.
+template <class K, class V>
+struct onesweep_compact {
+  static constexpr std::size_t guaranteed_bytes = 48 * 1024;
+  static constexpr std::size_t record_bytes = sizeof(K) + (std::is_same_v<V, no_value> ? 0 : sizeof(V));
+  using probe = onesweep::shape<K, V, 1, 2>;
+  static constexpr int items =
+      int((guaranteed_bytes - probe::counter_bytes - probe::static_bytes) / (std::size_t(probe::threads) * record_bytes));
+  static constexpr int min_blocks = 2;
+  static constexpr int variant = 0;
+  static_assert(items >= 1 && onesweep::shape<K, V, items, min_blocks>::block_bytes <= guaranteed_bytes);
+};
+
+//! Which of a record type's shapes a device runs: its class's default, or the compact fallback.
+enum class onesweep_fit { class_default, compact };
+
+//! The shared memory a block may take on `d`: its opt-in limit, or 48 KiB (the limit every device
+//! allows) where the context did not report one.
+inline std::size_t onesweep_shared_memory_limit(const device_info& d) {
+  return d.shared_memory_per_block_optin ? d.shared_memory_per_block_optin : std::size_t(48 * 1024);
+}
+
+//! Refuses, with canopy::error naming both numbers, a tile whose block needs more shared memory
+//! than `d` allows.
+inline void check_onesweep_shared_memory(const device_info& d, std::size_t block_bytes, const char* function) {
+  const std::size_t limit = onesweep_shared_memory_limit(d);
+  if (block_bytes > limit)
+    throw error(std::string(function) + ": the radix pass kernel's tile needs " + std::to_string(block_bytes) +
+                " bytes of shared memory per block, but device '" + d.name + "' allows " + std::to_string(limit) +
+                " (shared_memory_per_block_optin)");
+}
+
+//! The shape that device `d` runs for records (K, V): the default of its class (onesweep_regime_of)
+//! when that fits the device's per-block shared memory, else the compact one; canopy::error when
+//! neither fits. Host-only arithmetic on the context's device facts (no driver call).
+template <class K, class V>
+onesweep_fit onesweep_fit_of(const device_info& d, const char* function) {
+  const std::size_t default_bytes =
+      onesweep_regime_of(d) == onesweep_regime::bandwidth_bound
+          ? onesweep_default<K, V, onesweep_regime::bandwidth_bound>::block_bytes
+          : onesweep_default<K, V, onesweep_regime::compute_bound>::block_bytes;
+  if (default_bytes <= onesweep_shared_memory_limit(d)) return onesweep_fit::class_default;
+  using C = onesweep_compact<K, V>;
+  check_onesweep_shared_memory(d, onesweep::shape<K, V, C::items, C::min_blocks>::block_bytes, function);
+  return onesweep_fit::compact;
+}
+
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
 //! Sets the opt-in dynamic shared memory limit of one pass kernel instantiation, once per device
 //! (a host-side attribute of the device's primary context; thread-safe). Ordinals past the 64th
 //! set it on every call.
@@ -106,6 +159,7 @@ template <class K, class V, int Items, int MinBlocks, int Variant = 0>
 void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   namespace os = onesweep;
   using S = os::shape<K, V, Items, MinBlocks>;
+  check_onesweep_shared_memory(ctx.device(), S::block_bytes, "canopy::detail::lsd_run_cuda_shaped");
   const int passes = lsd_passes(job.begin_bit, job.end_bit);
   const std::uint32_t n = std::uint32_t(job.n);
   const std::size_t tiles = (job.n + S::tile - 1) / S::tile;
@@ -180,8 +234,12 @@ template <class K, class V>
 void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) {
   require(job.n <= onesweep::max_elements, function, "keys",
           "the CUDA backend sorts fewer than 2^30 elements per call, got " + std::to_string(job.n));
-  // The device class is a property the context queried once (no call here reaches the driver).
-  if (onesweep_regime_of(ctx.device()) == onesweep_regime::bandwidth_bound) {
+  // The device class and its shared memory limit are properties the context queried once (no call
+  // here reaches the driver).
+  if (onesweep_fit_of<K, V>(ctx.device(), function) == onesweep_fit::compact) {
+    using C = onesweep_compact<K, V>;
+    lsd_run_cuda_shaped<K, V, C::items, C::min_blocks, C::variant>(ctx, job);
+  } else if (onesweep_regime_of(ctx.device()) == onesweep_regime::bandwidth_bound) {
     using D = onesweep_default<K, V, onesweep_regime::bandwidth_bound>;
     lsd_run_cuda_shaped<K, V, D::items, D::min_blocks, D::variant>(ctx, job);
   } else {

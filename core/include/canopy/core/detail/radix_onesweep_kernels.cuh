@@ -29,24 +29,21 @@
 #include <canopy/core/detail/split_host.cuh>
 #include <canopy/core/key_traits.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
-
-#if CANOPY_HAS_CUDA && defined(__CUDACC__)
 
 namespace canopy::detail::onesweep {
 
 constexpr int radix = 256;
-constexpr int max_passes = 8;
-constexpr std::uint32_t flag_aggregate = 1u << 30;
-constexpr std::uint32_t flag_inclusive = 2u << 30;
-constexpr std::uint32_t value_mask = (1u << 30) - 1;
-constexpr std::uint32_t max_elements = value_mask;  // counts must fit the 30-bit field
 
 //! Kernel variants beyond the tile shape (template argument `Variant` of onesweep_pass_kernel); 0
 //! is the kernel every H200 measurement in docs/performance/sort.md ran. Tried on the H100 and
 //! removed (sort.md, runs 9-10): evict-first loads (2-4% slower), values staged into a buffer of
-//! their own and placed as their keys are ranked (no faster than stage_values).
+//! their own and placed as their keys are ranked (no faster than stage_values); round 4: 4-byte
+//! pairs packed into one 8-byte record per key (2-7% slower), L2 prefetch of the tile one wave
+//! ahead (8-25% slower), persistent blocks that claim their next tile during the look-back (3-17%
+//! slower).
 namespace variant {
 //! Pairs: each thread starts copying its tile's values into the value exchange buffer (cp.async,
 //! no registers) right after the tile id is known, so the value loads overlap the key ranking
@@ -71,7 +68,24 @@ struct shape {
   static constexpr std::size_t key_bytes = std::size_t(tile) * sizeof(K);
   static constexpr std::size_t value_bytes = has_values ? std::size_t(tile) * sizeof(V) : 0;
   static constexpr std::size_t smem_bytes = counter_bytes + key_bytes + value_bytes;
+  //! The kernel's static shared arrays (s_delta, s_warp_sums, s_tile: 1060 B; ptxas reports 1072 B
+  //! on sm_90), rounded up.
+  static constexpr std::size_t static_bytes = 1152;
+  //! Dynamic plus static: what the device's per-block opt-in limit must hold.
+  static constexpr std::size_t block_bytes = smem_bytes + static_bytes;
 };
+
+}  // namespace canopy::detail::onesweep
+
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+
+namespace canopy::detail::onesweep {
+
+constexpr int max_passes = 8;
+constexpr std::uint32_t flag_aggregate = 1u << 30;
+constexpr std::uint32_t flag_inclusive = 2u << 30;
+constexpr std::uint32_t value_mask = (1u << 30) - 1;
+constexpr std::uint32_t max_elements = value_mask;  // counts must fit the 30-bit field
 
 template <class K, class V>
 struct pass_args {
@@ -120,15 +134,26 @@ __device__ __forceinline__ std::uint32_t match_digit(std::uint32_t d) {
   return peers;
 }
 
-//! cp.async of one 4- or 8-byte element from global to shared memory (sm_80+).
+//! cp.async of one 4- or 8-byte element from global to shared memory. cp.async exists from sm_80
+//! on; older targets (sm_70, sm_75) take a plain load and store, which the copying thread sees at
+//! once, so copy_async_wait_all has nothing to wait for there (each thread reads back only what
+//! it copied itself; other threads' copies are ordered by the block barriers as before).
 template <class T>
 __device__ __forceinline__ void copy_async(T* shared_dst, const T* global_src) {
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "cp.async.ca copies 4, 8 or 16 bytes");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(shared_dst));
   asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(dst), "l"(global_src), "n"(int(sizeof(T)))
                : "memory");
+#else
+  *shared_dst = *global_src;
+#endif
 }
-__device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+__device__ __forceinline__ void copy_async_wait_all() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
 
 //! Which part of an ordered key holds a pass's digit: the whole key (any shift), or for 8-byte
 //! keys only its low or high 32-bit word (the digit does not straddle bit 32; the shift is then
