@@ -201,7 +201,11 @@ int main(int argc, char** argv) {
                    std::to_string(e.memory_budget() >> 20) + " MiB";
         } else {
           try {
+            const int unheld = canopy_bench::unheld_timings();
             v.run(e, n, r);
+            if (canopy_bench::unheld_timings() != unheld)
+              r.note += std::string(r.note.empty() ? "" : "; ") +
+                        "a side waits on the host inside: timed without the stream hold";
           } catch (const std::exception& ex) {
             r.state = canopy_bench::result::status::mismatch;
             r.note = std::string("error: ") + ex.what();
