@@ -235,7 +235,6 @@ void sweep_scan_i32(canopy::context& ctx, int lg) {
 void sweep_scan_i64(canopy::context& ctx, int lg) {
   using T = std::int64_t;
   using canopy::detail::tuning::persistent_scan_shape;
-  constexpr unsigned F = canopy::detail::tuning::persist_evict_first_loads;
   const std::size_t n = std::size_t(1) << lg;
   canopy::buffer<T> in(ctx, n), out(ctx, n);
   in.assign(scan_input<T>(n, 20, 77));
