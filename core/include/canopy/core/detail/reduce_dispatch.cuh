@@ -50,30 +50,12 @@ void cuda_reduce_shaped(context& ctx, const T* in, std::size_t n, T* result, T i
   launch_reduce<T, Op, Block, Unroll>(ctx, static_cast<const T*>(partial.data()), blocks, result, 1, identity, op);
 }
 
-//! Resident blocks per SM of reduce_bulk_kernel on the context's device, 0 where it cannot run.
+//! Resident blocks per SM of reduce_bulk_kernel on the context's device, 0 where it cannot run
+//! (resident_launch.cuh).
 template <class T, class Op, int Block, int ChunkBytes, int Stages>
 int reduce_bulk_blocks_per_sm(const context& ctx) {
-  static thread_local int cached_device = -2;
-  static thread_local int per_sm = 0;
-  const int device = ctx.device().ordinal;
-  if (cached_device == device) return per_sm;
-  per_sm = 0;
-  const auto kernel = reduce_bulk_kernel<T, Op, Block, ChunkBytes, Stages>;
-  constexpr std::size_t shared = std::size_t(ChunkBytes) * Stages;
-  cudaFuncAttributes attributes{};
-  int shared_optin = 0;
-  if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
-    (void)cudaGetLastError();
-  } else {
-    CANOPY_CUDA_CHECK(cudaDeviceGetAttribute(&shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    if (attributes.ptxVersion >= 90 && ctx.device().compute_capability_major >= 9 &&
-        shared + attributes.sharedSizeBytes <= std::size_t(shared_optin)) {
-      CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
-      CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Block, shared));
-    }
-  }
-  cached_device = device;
-  return per_sm;
+  return resident_blocks_per_sm<reduce_bulk_kernel<T, Op, Block, ChunkBytes, Stages>>(
+      ctx, Block, std::size_t(ChunkBytes) * Stages, residency_needs{90, false, false});
 }
 
 //! Reduction through reduce_bulk_kernel (commutative operators, 16-byte aligned input, sm_90), one

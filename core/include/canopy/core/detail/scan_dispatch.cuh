@@ -12,6 +12,7 @@
 
 #include <canopy/core/buffer.hpp>
 #include <canopy/core/detail/host_scan.hpp>
+#include <canopy/core/detail/resident_launch.cuh>
 #include <canopy/core/detail/scan_kernels.cuh>
 #include <canopy/core/detail/tuning.hpp>
 
@@ -39,15 +40,10 @@ struct single_pass_scratch {
   }
 };
 
-//! Blocks of Kernel that fit on the device at once (one full wave), cached per kernel.
+//! Blocks of Kernel that fit on the device at once (one full wave; at least one per SM).
 template <auto Kernel>
 std::size_t resident_blocks(const context& ctx, int block_threads) {
-  static thread_local int cached_device = -1;
-  static thread_local int per_sm = 0;
-  if (cached_device != ctx.device().ordinal) {
-    CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, block_threads, 0));
-    cached_device = ctx.device().ordinal;
-  }
+  const int per_sm = resident_blocks_per_sm<Kernel>(ctx, block_threads, 0, residency_needs{});
   return std::size_t(std::max(per_sm, 1)) * std::size_t(std::max(ctx.device().multiprocessors, 1));
 }
 
@@ -68,32 +64,11 @@ void launch_single_pass_scan(context& ctx, const T* in, T* out, std::size_t n, c
 
 //! Resident blocks per SM of the persistent scan kernel for Shape on the context's device, or 0 when
 //! it cannot run there (no sm_90 code in this build, no cooperative launch, too little shared
-//! memory). Raises the kernel's dynamic shared-memory limit once per device. Cached per kernel.
+//! memory); resident_launch.cuh.
 template <class T, class Op, class Shape>
 int persistent_scan_blocks_per_sm(const context& ctx) {
-  static thread_local int cached_device = -2;
-  static thread_local int per_sm = 0;
-  const int device = ctx.device().ordinal;
-  if (cached_device == device) return per_sm;
-  per_sm = 0;
-  const auto kernel = persistent_scan_kernel<T, Op, Shape>;
-  cudaFuncAttributes attributes{};
-  int cooperative = 0, shared_optin = 0;
-  if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
-    (void)cudaGetLastError();  // no code for this device: use the fallback
-  } else {
-    CANOPY_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
-    CANOPY_CUDA_CHECK(cudaDeviceGetAttribute(&shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    const bool fits = Shape::shared_bytes + attributes.sharedSizeBytes <= std::size_t(shared_optin);
-    if (cooperative && attributes.ptxVersion >= 90 && ctx.device().compute_capability_major >= 9 && fits) {
-      CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             int(Shape::shared_bytes)));
-      CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Shape::block_threads,
-                                                                      Shape::shared_bytes));
-    }
-  }
-  cached_device = device;
-  return per_sm;
+  return resident_blocks_per_sm<persistent_scan_kernel<T, Op, Shape>>(
+      ctx, Shape::block_threads, Shape::shared_bytes, residency_needs{90, true, false});
 }
 
 //! Plain scan through persistent_scan_kernel (scan_kernels.cuh). Returns false, having launched
@@ -118,24 +93,8 @@ bool launch_persistent_scan(context& ctx, const T* in, T* out, std::size_t n, co
   single_pass_scratch scratch(ctx, tile_status_bytes<T>(tiles));
   scan_kernel_params<T, Op> p{in, out, n, nullptr, 0, identity ? *identity : T{}, identity != nullptr,
                               scratch.status, tiles, scratch.counter, op, profile};
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(grid));
-  config.blockDim = dim3(Shape::block_threads);
-  config.dynamicSmemBytes = Shape::shared_bytes;
-  config.stream = ctx.stream();
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeCooperative;  // all blocks resident at once, or refused
-  attribute[0].val.cooperative = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  const cudaError_t launched = cudaLaunchKernelEx(&config, persistent_scan_kernel<T, Op, Shape>, p);
-  if (launched == cudaErrorCooperativeLaunchTooLarge) {
-    (void)cudaGetLastError();  // not sticky: clear it and let the caller fall back
-    return false;
-  }
-  CANOPY_CUDA_CHECK(launched);
-  CANOPY_CUDA_CHECK_LAUNCH("canopy::persistent_scan_kernel");
-  return true;
+  return launch_cooperative(persistent_scan_kernel<T, Op, Shape>, static_cast<unsigned>(grid), Shape::block_threads,
+                            Shape::shared_bytes, ctx.stream(), "launch of canopy::persistent_scan_kernel", p);
 }
 
 template <class T, class Op>
