@@ -11,6 +11,7 @@
 #include <canopy/core/config.hpp>
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
+#include <canopy/core/detail/bulk_copy.cuh>
 #include <canopy/structures/detail/sat_functors.cuh>
 
 #include <cstdint>
@@ -442,12 +443,6 @@ enum phase_stamp : int {
   stamp_global_end,
   phase_stamps
 };
-
-__device__ __forceinline__ unsigned long long global_timer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 //! Processing order of the tiles (the order of the counter, and of b, b + G, ... in the persistent
 //! mode). Diagonal (diagonal_tile): a tile's look-backs wait on tiles a few diagonals back, mostly
