@@ -119,12 +119,8 @@ struct runner {
       fresh = true;
     }
     if constexpr (Epoch) {
-      // A new epoch per build; the whole buffer is cleared on allocation and before the epoch wraps.
-      if (fresh || epoch + 1 >= k::tagged_epoch_limit) {
-        CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch, 0, scratch_bytes, s));
-        epoch = 0;
-      }
-      ++epoch;
+      // A new epoch per build, the library's rule (advance_epoch).
+      if (k::advance_epoch(epoch, fresh)) CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch, 0, scratch_bytes, s));
       CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch, 0, layout.counter_bytes, s));
     } else {
       CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch, 0, layout.zeroed_bytes, s));

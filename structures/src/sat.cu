@@ -1,6 +1,7 @@
 // Summed-area tables: argument checks, dispatch to the host functors or the CUDA kernels, and the
 // explicit instantiations of every supported (image, table) pair.
 #include <canopy/core/buffer.hpp>
+#include <canopy/core/detail/resident_launch.cuh>
 #include <canopy/core/for_each.hpp>
 #include <canopy/structures/detail/sat_functors.cuh>
 #include <canopy/structures/detail/sat_kernels.cuh>
@@ -66,36 +67,23 @@ struct single_pass_choice {
   static constexpr auto poll = detail::sat::look_back_poll::lean;
 };
 
-//! Blocks of the persistent (prefetching) kernel that fit on the device at once, cached per device;
-//! 0 where the device cannot launch cooperatively (the one-tile-per-block mode runs instead).
-//! The kernel asks for the largest shared-memory carveout, so that this count is what runs.
+//! Blocks of the persistent (prefetching) kernel that fit on the device at once; 0 where the device
+//! cannot launch cooperatively (the one-tile-per-block mode runs instead). The kernel asks for the
+//! largest shared-memory carveout, so that this count is what runs (core's resident_launch.cuh).
 template <class In, class Table, int C, detail::sat::look_back_protocol Protocol>
 std::size_t resident_prefetch_blocks(const context& ctx) {
   namespace k = detail::sat;
   using choice = single_pass_choice<In, Table, C, Protocol>;
-  constexpr auto kernel = k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::poll, Protocol>;
-  constexpr int dynamic_bytes = k::prefetch_bytes<In, C>();
-  static thread_local int cached_device = -1;
-  static thread_local int per_sm = 0;
-  if (cached_device != ctx.device().ordinal) {
-    int cooperative = 0;
-    CANOPY_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, ctx.device().ordinal));
-    per_sm = 0;
-    if (cooperative) {
-      // Static and dynamic shared memory together may pass the default 48 KB: opt in.
-      CANOPY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_bytes));
-      CANOPY_CUDA_CHECK(
-          cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-      CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::block_threads, dynamic_bytes));
-    }
-    cached_device = ctx.device().ordinal;
-  }
-  return std::size_t(std::max(per_sm, 0)) * std::size_t(std::max(ctx.device().multiprocessors, 1));
+  const int per_sm =
+      detail::resident_blocks_per_sm<k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::poll,
+                                                               Protocol>>(
+          ctx, k::block_threads, std::size_t(k::prefetch_bytes<In, C>()), detail::residency_needs{0, true, true});
+  return std::size_t(per_sm) * std::size_t(std::max(ctx.device().multiprocessors, 1));
 }
 
 //! Launches the persistent mode as a cooperative grid: the runtime either makes all `blocks`
 //! resident at once, which the static tile order needs (a tile waits on tiles of every other block),
-//! or refuses the launch, e.g. where an MPS SM limit or other work leaves too few SMs. Returns
+//! or refuses the launch, e.g. where an MPS SM limit leaves too few SMs. Returns
 //! false, having launched nothing, on that refusal (cudaErrorCooperativeLaunchTooLarge, cleared):
 //! the caller then runs the one-tile-per-block mode, which cannot deadlock at any occupancy.
 template <class In, class Table, int C, detail::sat::look_back_protocol Protocol>
@@ -103,28 +91,14 @@ bool launch_persistent(context& ctx, const In* image, Table* table, int width, i
                        unsigned tiles, std::size_t blocks, const detail::sat::tile_descriptors<Table>& d) {
   namespace k = detail::sat;
   using choice = single_pass_choice<In, Table, C, Protocol>;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(unsigned(blocks));
-  config.blockDim = dim3(k::block_threads);
-  config.dynamicSmemBytes = k::prefetch_bytes<In, C>();
-  config.stream = ctx.stream();
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeCooperative;
-  attribute[0].val.cooperative = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  const cudaError_t launched =
-      cudaLaunchKernelEx(&config,
-                         k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::poll, Protocol>,
-                         image, table, width, height, offset, tiles_x, tiles, d);
-  if (launched == cudaErrorCooperativeLaunchTooLarge) {
-    (void)cudaGetLastError();  // not sticky: clear it, the caller falls back
-    ++k::testing().cooperative_refusals;
-    return false;
-  }
-  CANOPY_CUDA_CHECK(launched);
-  CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
-  return true;
+  if (detail::launch_cooperative(
+          k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::poll, Protocol>,
+          unsigned(blocks), k::block_threads, std::size_t(k::prefetch_bytes<In, C>()), ctx.stream(),
+          "launch of canopy::detail::sat::sat_single_pass_kernel", image, table, width, height, offset, tiles_x, tiles,
+          d))
+    return true;
+  ++k::testing().cooperative_refusals;
+  return false;
 }
 
 //! Launches the single pass with descriptors `d` (counter and flags, or tagged words, cleared or
@@ -138,7 +112,7 @@ void dispatch_single_pass(context& ctx, const In* image, Table* table, int width
     const std::size_t resident = resident_prefetch_blocks<In, Table, C, Protocol>(ctx);
     if (resident > 0 && reinterpret_cast<std::uintptr_t>(image) % 16 == 0 &&
         (std::size_t(width) * C * sizeof(In)) % 16 == 0) {
-      const std::size_t surplus = std::size_t(std::max(k::testing().persistent_grid_surplus, 0));
+      const std::size_t surplus = std::size_t(std::max(k::testing().persistent_grid_surplus.load(), 0));
       const std::size_t blocks = std::min(tiles, resident + surplus);
       if (launch_persistent<In, Table, C, Protocol>(ctx, image, table, width, height, offset, tiles_x, unsigned(tiles),
                                                     blocks, d))
@@ -168,13 +142,10 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
       // epochs (which read as empty): it is cleared whole when it is (re)allocated, since memory
       // from the pool may hold anything, and before the epoch wraps.
       const auto layout = k::scratch_layout::of<Table, C, true>(tiles);
-      if (layout.total_bytes > kept->bytes.capacity() || kept->epoch + 1 >= k::tagged_epoch_limit) {
-        kept->bytes.resize_discard(std::max(layout.total_bytes, kept->bytes.capacity()));
-        CANOPY_CUDA_CHECK(cudaMemsetAsync(kept->bytes.data(), 0, kept->bytes.capacity(), ctx.stream()));
-        kept->epoch = 0;
-      }
+      const bool grow = layout.total_bytes > kept->bytes.capacity();
       kept->bytes.resize_discard(layout.total_bytes);
-      ++kept->epoch;
+      if (k::advance_epoch(kept->epoch, grow))
+        CANOPY_CUDA_CHECK(cudaMemsetAsync(kept->bytes.data(), 0, kept->bytes.capacity(), ctx.stream()));
       CANOPY_CUDA_CHECK(cudaMemsetAsync(kept->bytes.data(), 0, layout.counter_bytes, ctx.stream()));
       k::tile_descriptors<Table> d = k::carve_descriptors<Table, C>(kept->bytes.data(), layout);
       d.epoch = kept->epoch;

@@ -549,12 +549,12 @@ TEST_F(CudaSat, RefusedCooperativeLaunchFallsBackToOneTilePerBlock) {
       if (got[i] != std::uint32_t(ref[i]) && bad++ < 3) ADD_FAILURE() << "build_sat entry " << i;
     EXPECT_EQ(bad, 0u);
   }
-  EXPECT_EQ(hooks.cooperative_refusals, before + 3) << "every build must have taken the refused-launch path";
+  EXPECT_EQ(hooks.cooperative_refusals.load(), before + 3) << "every build must have taken the refused-launch path";
   // Without the hook the same builds run persistent (no refusal) and agree.
   hooks.persistent_grid_surplus = 0;
   check_case<std::uint8_t, std::uint32_t>(ctx(), 1028, 4100, 4, canopy::sat_algorithm::single_pass,
                                           distribution::uniform_full, 71, 12);
-  EXPECT_EQ(hooks.cooperative_refusals, before + 3);
+  EXPECT_EQ(hooks.cooperative_refusals.load(), before + 3);
 }
 
 TEST_F(CudaSat, KeptScratchReadsNoStaleWordsAcrossBuildsLayoutsAndEpochWraps) {

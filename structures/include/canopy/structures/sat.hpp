@@ -32,7 +32,7 @@
 //     16 bytes) the blocks are
 //     persistent and copy their next tile's image into shared memory while working on the current
 //     one; they are launched cooperatively (all resident at once), and where the runtime refuses
-//     that (an MPS SM limit, other work on the device) the build takes one tile per block instead.
+//     that (an MPS SM limit: the grid cannot be resident at once) the build takes one tile per block instead.
 //   - two_pass: the plain baseline. Row prefix sums (one warp per row), then column prefix sums
 //     over the table (one thread per column): one image read, one table read, two table writes.
 #pragma once
@@ -160,8 +160,9 @@ void build_sat_kept(context& ctx, span<const In> image, int width, int height, i
 }  // namespace detail
 
 //! Owns a summed-area table and its offsets, and keeps both from one build to the next (buffers
-//! grow, never shrink). Non-copyable; the context must outlive it. On CUDA it also keeps the
-//! single pass's look-back scratch (the temporary memory of build_sat(): about 1/12 of a u32 RGBA
+//! grow, never shrink). Non-copyable; the context must outlive it. On CUDA, for 4-byte tables
+//! (u32, f32; 8-byte tables take build_sat()'s temporary memory), it also keeps the single pass's
+//! look-back scratch (the temporary memory of build_sat(): about 1/12 of a u32 RGBA
 //! table), with which 4-byte tables (u32, f32) publish each look-back value and its status in one
 //! 64-bit word: no flags, no fences, no clearing per build.
 template <class Table>

@@ -2,6 +2,8 @@
 // summed-area tables, written once for canopy::for_each on both backends. Used by sat.cu.
 #pragma once
 
+#include <atomic>
+
 #include <canopy/core/config.hpp>
 #include <canopy/structures/sat.hpp>
 
@@ -21,10 +23,10 @@ CANOPY_HD inline std::size_t element(int x, int y, int c, int width, int channel
 struct testing_hooks {
   //! Blocks added to the persistent mode's grid beyond what fits on the device at once (when there
   //! are that many tiles): the cooperative launch is then refused and the build must fall back to
-  //! one tile per block, the path that MPS SM limits or co-running work take.
-  int persistent_grid_surplus = 0;
+  //! one tile per block, the path that an MPS SM limit makes builds take.
+  std::atomic<int> persistent_grid_surplus{0};
   //! Persistent launches refused as too large (cudaErrorCooperativeLaunchTooLarge) since start.
-  unsigned long long cooperative_refusals = 0;
+  std::atomic<unsigned long long> cooperative_refusals{0};
 };
 testing_hooks& testing();
 
