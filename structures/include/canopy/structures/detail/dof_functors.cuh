@@ -49,12 +49,10 @@ struct coc_and_layers {
     const unsigned wf = is_near ? 0u : w;
     const unsigned wn = is_near ? w : 0u;
     const std::uint32_t p = colour[i];
-    for (int k = 0; k < 3; ++k) {
-      const unsigned ch = (p >> (8 * k)) & 0xffu;
-      far_layer[4 * i + k] = std::uint16_t(ch * wf);
-      near_layer[4 * i + k] = std::uint16_t(ch * wn);
-    }
+    for (int k = 0; k < 3; ++k) far_layer[4 * i + k] = std::uint16_t(((p >> (8 * k)) & 0xffu) * wf);
     far_layer[4 * i + 3] = std::uint16_t(wf);
+    if (!near_field) return;  // no near table is built from it: leave the layer alone
+    for (int k = 0; k < 3; ++k) near_layer[4 * i + k] = std::uint16_t(((p >> (8 * k)) & 0xffu) * wn);
     near_layer[4 * i + 3] = std::uint16_t(wn);
   }
 };
