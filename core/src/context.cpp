@@ -167,7 +167,6 @@ void context::synchronize() const {
 #if CANOPY_HAS_CUDA
   if (!is_cuda()) return;
   CANOPY_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  if (check_host_ == nullptr) return;
   struct message {
     const char* function;
     const char* argument;
@@ -181,12 +180,22 @@ void context::synchronize() const {
        "has an entry >= the number of records of out (found on the device; the input records of such entries "
        "were not written)"}};
   static_assert(sizeof(what) / sizeof(what[0]) == std::size_t(device_check::count), "one message per check");
+  // Every raised flag is reported (the first names the function and argument, the others follow in
+  // the reason) and all are cleared, so that none is lost and none is reported twice.
   volatile unsigned* flags = check_host_;
+  const message* first = nullptr;
+  std::string reason;
   for (std::size_t i = 0; i < std::size_t(device_check::count); ++i) {
     if (flags[i] == 0) continue;
-    for (std::size_t j = 0; j < std::size_t(device_check::count); ++j) flags[j] = 0;
-    detail::throw_invalid_argument(what[i].function, what[i].argument, what[i].reason);
+    flags[i] = 0;
+    if (first == nullptr) {
+      first = &what[i];
+      reason = what[i].reason;
+    } else {
+      reason += std::string("; also ") + what[i].function + ": " + what[i].argument + " " + what[i].reason;
+    }
   }
+  if (first != nullptr) detail::throw_invalid_argument(first->function, first->argument, reason);
 #endif
 }
 
