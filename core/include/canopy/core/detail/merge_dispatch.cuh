@@ -116,10 +116,8 @@ void merge_launch(bool pdl, void (*kernel)(Params...), unsigned grid, unsigned b
   config.attrs = attribute;
   config.numAttrs = pdl ? 1 : 0;
   const cudaError_t status = cudaLaunchKernelEx(&config, kernel, Params(args)...);
-  if (status != cudaSuccess) {
-    (void)cudaGetLastError();  // a refused launch is reported here, not by the next launch's check
-    throw_cuda_error(static_cast<int>(status), what, __FILE__, __LINE__);
-  }
+  // A refused launch is reported here (throw_cuda_error also clears it from the runtime).
+  if (status != cudaSuccess) throw_cuda_error(static_cast<int>(status), what, __FILE__, __LINE__);
 }
 
 //! Sorts n >= 2 items on ctx's stream: one tile-sort pass (SortThreads x Items items per tile), then
