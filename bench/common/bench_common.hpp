@@ -197,14 +197,20 @@ struct stream_hold {
   int* host = nullptr;
   int* device = nullptr;
   stream_hold() {
-    CANOPY_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host), 2 * sizeof(int), cudaHostAllocMapped));
+    // Portable: one pair of words serves streams of any device (the pointer is the same under UVA).
+    CANOPY_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host), 2 * sizeof(int),
+                                    cudaHostAllocMapped | cudaHostAllocPortable));
     CANOPY_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device), host, 0));
+    clear_timed_out();  // pinned memory starts with whatever was there
   }
   ~stream_hold() { cudaFreeHost(host); }  // destructor: nothing to do about a failure
   stream_hold(const stream_hold&) = delete;
   stream_hold& operator=(const stream_hold&) = delete;
+  //! Enqueues the hold; the previous one has ended (its run waited on its stop event, or it was
+  //! released by the guard when its body threw).
   void hold(cudaStream_t stream) {
     reinterpret_cast<volatile int*>(host)[0] = 0;
+    clear_timed_out();
     hold_stream_kernel<><<<1, 1, 0, stream>>>(device, device + 1, 100000000ull);
     CANOPY_CUDA_CHECK(cudaGetLastError());
   }
@@ -215,7 +221,8 @@ struct stream_hold {
 }  // namespace detail
 
 //! How many median_ms_on_stream calls so far timed some runs without the stream hold (their body
-//! waits on the host inside); a harness compares it before and after a case to note it.
+//! waits on the host inside, or took over 100 ms to enqueue); a harness compares it before and after
+//! a case to note it.
 inline int& unheld_timings() {
   static int count = 0;
   return count;
@@ -253,26 +260,37 @@ inline double median_ms_on_stream(cudaStream_t stream, int warmup, int runs, con
     event_pair(const event_pair&) = delete;
     event_pair& operator=(const event_pair&) = delete;
   } ev;
-  static detail::stream_hold gate;  // one per program: pinned allocations are slow
-  static const bool holding = [] {    // CANOPY_BENCH_HOLD=0: the old timing, for comparison
+  static const bool holding = [] {  // CANOPY_BENCH_HOLD=0: the old timing, for comparison
     const char* e = std::getenv("CANOPY_BENCH_HOLD");
     return !(e != nullptr && std::string(e) == "0");
   }();
+  // One per program (pinned allocations are slow), made on first use; single-threaded callers.
+  static detail::stream_hold* const gate = holding ? new detail::stream_hold : nullptr;
+  //! Releases a held stream on every way out of a run, a throwing body() included.
+  struct release_guard {
+    detail::stream_hold* gate;
+    ~release_guard() {
+      if (gate) gate->release();
+    }
+  };
   std::vector<double> ms;
   bool hold_now = holding;
   for (int i = 0; i < std::max(runs, 1); ++i) {
     if (restore) restore();
-    if (hold_now) gate.hold(stream);
-    CANOPY_CUDA_CHECK(cudaEventRecord(ev.start, stream));
-    body();
-    CANOPY_CUDA_CHECK(cudaEventRecord(ev.stop, stream));
-    if (hold_now) gate.release();
+    if (hold_now) gate->hold(stream);
+    {
+      release_guard released{hold_now ? gate : nullptr};
+      CANOPY_CUDA_CHECK(cudaEventRecord(ev.start, stream));
+      body();
+      CANOPY_CUDA_CHECK(cudaEventRecord(ev.stop, stream));
+    }
     CANOPY_CUDA_CHECK(cudaEventSynchronize(ev.stop));
-    if (hold_now && gate.timed_out()) {  // the body waited on the held stream: time it as it comes
-      gate.clear_timed_out();
+    if (hold_now && gate->timed_out()) {  // the hold outlasted the enqueue: time the rest as it comes
       hold_now = false;
       ++unheld_timings();
-      std::fprintf(stderr, "note: this call waits on the host inside; timed without the stream hold\n");
+      std::fprintf(stderr,
+                   "note: the stream hold timed out (the call waits on the host inside, or takes over 100 ms to "
+                   "enqueue); timed without the hold\n");
     }
     float t = 0;
     CANOPY_CUDA_CHECK(cudaEventElapsedTime(&t, ev.start, ev.stop));
@@ -288,7 +306,11 @@ inline double median_ms_on_stream(cudaStream_t stream, int warmup, int runs, con
 inline double median_ms(canopy::context& ctx, int warmup, int runs, const std::function<void()>& restore,
                         const std::function<void()>& body) {
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
-  if (ctx.is_cuda()) return median_ms_on_stream(ctx.stream(), warmup, runs, restore, body);
+  if (ctx.is_cuda()) {
+    const double ms = median_ms_on_stream(ctx.stream(), warmup, runs, restore, body);
+    ctx.synchronize();  // reports what the context's kernels found on the device (device_check)
+    return ms;
+  }
 #endif
   for (int i = 0; i < warmup; ++i) {
     if (restore) restore();

@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
             v.run(e, n, r);
             if (canopy_bench::unheld_timings() != unheld)
               r.note += std::string(r.note.empty() ? "" : "; ") +
-                        "a side waits on the host inside: timed without the stream hold";
+                        "a side's stream hold timed out (it waits on the host inside): timed without the hold";
           } catch (const std::exception& ex) {
             r.state = canopy_bench::result::status::mismatch;
             r.note = std::string("error: ") + ex.what();
