@@ -27,6 +27,7 @@
 #include <cub/device/device_merge_sort.cuh>
 
 #include "common/bench_common.hpp"
+#include "common/bench_data.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -52,28 +53,9 @@ struct user_less_u32 {
 int g_runs = 15;
 bool g_failed = false;
 
-__global__ void fill_keys(K* k, std::size_t n, std::uint64_t seed) {
-  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
-    std::uint64_t z = seed + i * 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    k[i] = K(z ^ (z >> 31));
-  }
-}
-
-__global__ void count_mismatches(const K* a, const K* b, std::size_t n, unsigned long long* count) {
-  unsigned long long c = 0;
-  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
-    c += a[i] != b[i];
-  if (c) atomicAdd(count, c);
-}
-
-std::size_t mismatches(canopy::context& ctx, const K* a, const K* b, std::size_t n) {
-  canopy::buffer<unsigned long long> c(ctx, 1);
-  c.fill_bytes(0);
-  count_mismatches<<<1024, 256, 0, ctx.stream()>>>(a, b, n, c.data());
-  CANOPY_CUDA_CHECK(cudaGetLastError());
-  return std::size_t(c.to_host()[0]);
+//! Whether the device arrays a and b differ anywhere (bench_data.cuh).
+bool differ(canopy::context& ctx, const K* a, const K* b, std::size_t n) {
+  return canopy_bench::first_difference(ctx, a, b, n) != n;
 }
 
 //! Median over g_runs of f() timed with events; prep() runs untimed before each (input restore).
@@ -131,11 +113,11 @@ struct sort_case {
     const double ms = median_ms(ctx, [&] { restore(); }, [&] {
       canopy::detail::merge_sort_cuda<K, merge_no_value, false, Shape>(ctx, keys.data(), nullptr, n, user_less_u32{});
     });
-    const std::size_t bad = mismatches(ctx, keys.data(), ref.data(), n);
+    const std::size_t at = canopy_bench::first_difference(ctx, keys.data(), ref.data(), n);
     std::printf("merge_sort_u32 n=2^%d %-44s %8.4f ms  CUB %8.4f ms  CUB/canopy %.3f  %s\n", lg, label, ms, cub_ms,
-                cub_ms / ms, bad ? "MISMATCH" : "ok");
-    if (bad) {
-      std::printf("  %zu keys differ from CUB's\n", bad);
+                cub_ms / ms, at != n ? "MISMATCH" : "ok");
+    if (at != n) {
+      std::printf("  keys differ from CUB's from index %zu\n", at);
       g_failed = true;
     }
     return ms;
@@ -148,7 +130,7 @@ struct sort_case {
       canopy::detail::merge_sort_cuda<K, merge_no_value, false, Shape>(ctx, keys.data(), nullptr, n, user_less_u32{},
                                                                        [&](int) { record(); });
     });
-    const std::size_t bad = mismatches(ctx, keys.data(), ref.data(), n);
+    const bool bad = differ(ctx, keys.data(), ref.data(), n);
     double part = 0, merge = 0;
     std::string passes;
     for (std::size_t i = 1; i + 1 < t.size(); i += 2) {
@@ -217,7 +199,7 @@ void cub_breakdown(canopy::context& ctx, sort_case& c, void* temp, std::size_t b
       record();
     }
   });
-  const std::size_t bad = mismatches(ctx, c.keys.data(), c.ref.data(), c.n);
+  const bool bad = differ(ctx, c.keys.data(), c.ref.data(), c.n);
   double sort = 0, part = 0, merge = 0;
   int np = 0;
   std::string passes;
@@ -484,13 +466,20 @@ void last_pass(canopy::context& ctx, sort_case& c) {
     return ms;
   };
   using canopy::detail::merge_pass_kernel;
-  const double m_base = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, false, 0, 0, user_less_u32>);
-  const std::size_t bad = mismatches(ctx, out.data(), c.ref.data(), n);
+  // Every merge variant's output is checked against CUB's sorted keys (bad: the total over them).
+  bool bad = false;
+  const auto checked_merge = [&](auto kernel) {
+    const double ms = merge(kernel);
+    bad = differ(ctx, out.data(), c.ref.data(), n) || bad;
+    return ms;
+  };
+  const double m_base =
+      checked_merge(merge_pass_kernel<K, merge_no_value, false, threads, items, false, 0, 0, user_less_u32>);
+  const double m_ws = checked_merge(merge_pass_kernel<K, merge_no_value, false, threads, items, true, 0, 0, user_less_u32>);
+  const double m_ws5 = checked_merge(merge_pass_kernel<K, merge_no_value, false, threads, items, true, 5, 0, user_less_u32>);
+  const double m_ws6 = checked_merge(merge_pass_kernel<K, merge_no_value, false, threads, items, true, 6, 0, user_less_u32>);
+  const double m_6 = checked_merge(merge_pass_kernel<K, merge_no_value, false, threads, items, false, 6, 0, user_less_u32>);
   if (bad) g_failed = true;
-  const double m_ws = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, true, 0, 0, user_less_u32>);
-  const double m_ws5 = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, true, 5, 0, user_less_u32>);
-  const double m_ws6 = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, true, 6, 0, user_less_u32>);
-  const double m_6 = merge(merge_pass_kernel<K, merge_no_value, false, threads, items, false, 6, 0, user_less_u32>);
   const auto nomerge = [&](auto kernel) {
     return median_ms(ctx, none, [&] { kernel<<<unsigned(tiles), threads, 0, s>>>(runs.data(), out.data(), n, w, splits.data()); });
   };
@@ -515,7 +504,7 @@ struct sweep_options {
 void sweep(canopy::context& ctx, int lg, const sweep_options& o) {
   const std::size_t n = std::size_t(1) << lg;
   canopy::buffer<K> pristine(ctx, n), keys(ctx, n), ref(ctx, n);
-  fill_keys<<<1024, 256, 0, ctx.stream()>>>(pristine.data(), n, 0x5eed0000ull + lg);
+  canopy_bench::fill_random(ctx, pristine.view(), 0x5eed0000ull + lg);
   CANOPY_CUDA_CHECK(cudaGetLastError());
   std::size_t bytes = 0;
   CANOPY_CUDA_CHECK(cub::DeviceMergeSort::SortKeys(nullptr, bytes, ref.data(), std::int64_t(n), user_less_u32{},

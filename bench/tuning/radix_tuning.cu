@@ -16,6 +16,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "common/bench_common.hpp"
+#include "common/bench_data.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -46,45 +47,6 @@ std::string label_of(int items, int min_blocks, int variant) {
   std::string s = std::to_string(items) + "x" + std::to_string(min_blocks);
   if (variant & cd::onesweep::variant::stage_values) s += " staged-values";
   return s;
-}
-
-__device__ __forceinline__ std::uint64_t mix64(std::uint64_t x) {  // splitmix64 finaliser
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-//! Uniform random values under `mask`, never zero.
-template <class T>
-__global__ void fill_random_kernel(T* out, std::size_t n, std::uint64_t seed, std::uint64_t mask) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
-    const std::uint64_t v = mix64(seed * 0x100000001b3ull + i) & mask;
-    out[i] = T(v ? v : 1);
-  }
-}
-
-template <class T>
-__global__ void count_mismatches_kernel(const T* a, const T* b, std::size_t n, unsigned long long* count) {
-  unsigned long long c = 0;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
-    c += a[i] != b[i];
-  if (c) atomicAdd(count, c);
-}
-
-template <class T>
-void fill_random(canopy::context& ctx, canopy::buffer<T>& b, std::uint64_t seed, std::uint64_t mask) {
-  fill_random_kernel<<<1024, 256, 0, ctx.stream()>>>(b.data(), b.size(), seed, mask);
-  CANOPY_CUDA_CHECK_LAUNCH("fill_random_kernel");
-}
-
-template <class T>
-unsigned long long mismatches(canopy::context& ctx, const T* a, const T* b, std::size_t n) {
-  canopy::buffer<unsigned long long> count(ctx, 1);
-  count.fill_bytes(0);
-  count_mismatches_kernel<<<1024, 256, 0, ctx.stream()>>>(a, b, n, count.data());
-  CANOPY_CUDA_CHECK_LAUNCH("count_mismatches_kernel");
-  return count.to_host()[0];
 }
 
 //! Median of g_runs timed calls of `body` after g_warmup untimed ones; `restore` runs before each
@@ -118,8 +80,8 @@ struct sort_case {
         pristine_v(c, pairs ? n : 0), v(c, pairs ? n : 0), v_alt(c, pairs ? n : 0), ref_v(c, pairs ? n : 0),
         ref_v_alt(c, pairs ? n : 0) {
     const std::uint64_t key_mask = end_bit >= 64 ? ~0ull : (1ull << end_bit) - 1;
-    fill_random(ctx, pristine_k, 1000 + lg + sizeof(K), key_mask);
-    if constexpr (pairs) fill_random(ctx, pristine_v, 2000 + lg, ~0ull);
+    canopy_bench::fill_random(ctx, pristine_k.view(), 1000 + lg + sizeof(K), key_mask);
+    if constexpr (pairs) canopy_bench::fill_random(ctx, pristine_v.view(), 2000 + lg);
     const int passes = cd::lsd_passes(0, end_bit);
     bytes = double(n) * (sizeof(K) + passes * 2.0 * (sizeof(K) + (pairs ? sizeof(V) : 0)));
 
@@ -189,8 +151,8 @@ struct sort_case {
         cd::lsd_run_cuda_shaped<K, V, Tile::items, Tile::min_blocks, Tile::variant>(ctx, job);
     });
     const bool in_alt = cd::lsd_passes(0, end_bit) % 2 == 1;
-    unsigned long long bad = mismatches(ctx, in_alt ? k_alt.data() : k.data(), ref_keys, n);
-    if constexpr (pairs) bad += mismatches(ctx, in_alt ? v_alt.data() : v.data(), ref_vals, n);
+    bool bad = canopy_bench::first_difference(ctx, in_alt ? k_alt.data() : k.data(), ref_keys, n) != n;
+    if constexpr (pairs) bad = bad || canopy_bench::first_difference(ctx, in_alt ? v_alt.data() : v.data(), ref_vals, n) != n;
     std::printf("%-16s n=2^%d %-28s %8.4f ms %6.2f Gkeys/s %5.0f GB/s %5.1f%% copy  CUB %8.4f ms  CUB/canopy %.3f %s\n",
                 name, lg, label.c_str(), ms, n / (ms * 1e6), bytes / (ms * 1e6),
                 100.0 * (bytes / (2.0 * n * sizeof(K)) * copy_ms) / ms, cub_ms, cub_ms / ms, bad ? "MISMATCH" : "ok");

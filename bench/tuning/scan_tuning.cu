@@ -83,9 +83,13 @@ struct scan_case {
     const T zero = 0;
     for (int i = 0; i < 3; ++i) {
       prof.fill_bytes(0);
-      canopy::detail::launch_persistent_scan<T, canopy::plus<T>, Shape>(ctx, in.data(), out.data(), n,
-                                                                        Exclusive ? &zero : nullptr,
-                                                                        canopy::plus<T>{}, 0, prof.data());
+      if (!canopy::detail::launch_persistent_scan<T, canopy::plus<T>, Shape>(ctx, in.data(), out.data(), n,
+                                                                             Exclusive ? &zero : nullptr,
+                                                                             canopy::plus<T>{}, 0, prof.data())) {
+        std::printf("profile %s: persistent launch refused\n", label);  // no profile to read
+        g_failed = true;
+        return;
+      }
     }
     const std::vector<unsigned long long> h = prof.to_host();
     // The grid, by the dispatch's rule (one wave, at most one block per tile).
