@@ -146,12 +146,12 @@ TEST(HostGather, OutOfRangeIndexIsRefused) {
       {"canopy::gather_records", "gather_index", "entry 2 = 4"});
 }
 
+class CudaGather : public canopy_test::CudaTest {};
+
 // The CUDA backend cannot refuse a bad index before the kernel runs: the kernel skips it, moves the
 // rest, and the context's next synchronisation throws naming the argument; the flag is then clear.
-TEST(CudaGather, OutOfRangeEntriesAreSkippedAndReportedAtTheNextSynchronisation) {
-  std::string why;
-  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << "CUDA backend unusable here: " << why;
-  canopy::context ctx(canopy::backend_request::cuda);
+TEST_F(CudaGather, OutOfRangeEntriesAreSkippedAndReportedAtTheNextSynchronisation) {
+  canopy::context& ctx = this->ctx();
   const auto in = random_bytes(4 * 32, 5);
   std::vector<std::byte> sentinel(4 * 32, std::byte(0xab));
   canopy::buffer<std::byte> din(ctx, in.size()), dout(ctx, in.size());
@@ -187,10 +187,8 @@ TEST(CudaGather, OutOfRangeEntriesAreSkippedAndReportedAtTheNextSynchronisation)
   EXPECT_EQ(dout.to_host(), in);
 }
 
-TEST(CudaGather, LargeRecordsMatchHost) {
-  std::string why;
-  if (!canopy::cuda_usable(&why)) GTEST_SKIP() << "CUDA backend unusable here: " << why;
-  canopy::context ctx(canopy::backend_request::cuda);
+TEST_F(CudaGather, LargeRecordsMatchHost) {
+  canopy::context& ctx = this->ctx();
   for (std::size_t bytes : {4, 16, 128}) {
     const std::size_t n = (std::size_t(1) << 22) + 1;
     check_move(ctx, n, n, bytes, false, 0, bytes);
