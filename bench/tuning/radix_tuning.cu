@@ -37,15 +37,16 @@ std::string g_shapes;
 bool g_failed = false;
 
 //! One tile shape of onesweep_pass_kernel: items per thread, blocks per SM (register hint),
-//! onesweep::variant bits.
-template <int Items, int MinBlocks, int Variant = 0>
+//! onesweep::variant bits, widest digit (make_digit_plan).
+template <int Items, int MinBlocks, int Variant = 0, int MaxBits = 8>
 struct tile {
-  static constexpr int items = Items, min_blocks = MinBlocks, variant = Variant;
+  static constexpr int items = Items, min_blocks = MinBlocks, variant = Variant, max_bits = MaxBits;
 };
 
-std::string label_of(int items, int min_blocks, int variant) {
+std::string label_of(int items, int min_blocks, int variant, int max_bits) {
   std::string s = std::to_string(items) + "x" + std::to_string(min_blocks);
   if (variant & cd::onesweep::variant::stage_values) s += " staged-values";
+  if (max_bits > 8) s += " digits<=" + std::to_string(max_bits);
   return s;
 }
 
@@ -72,7 +73,7 @@ struct sort_case {
   const K* ref_keys = nullptr;
   const VB* ref_vals = nullptr;
   double cub_ms = 0, copy_ms = 0;
-  double bytes = 0;  // the floor: one read of the keys (histogram), then per pass read + write of every record
+  double bytes = 0;  // the floor with 8-bit digits: one read of the keys (histogram), then per pass read + write of every record
 
   sort_case(canopy::context& c, const char* nm, int lg_, int end_bit_)
       : ctx(c), name(nm), lg(lg_), end_bit(end_bit_), n(std::size_t(1) << lg_),
@@ -82,8 +83,7 @@ struct sort_case {
     const std::uint64_t key_mask = end_bit >= 64 ? ~0ull : (1ull << end_bit) - 1;
     canopy_bench::fill_random(ctx, pristine_k.view(), 1000 + lg + sizeof(K), key_mask);
     if constexpr (pairs) canopy_bench::fill_random(ctx, pristine_v.view(), 2000 + lg);
-    const int passes = cd::lsd_passes(0, end_bit);
-    bytes = double(n) * (sizeof(K) + passes * 2.0 * (sizeof(K) + (pairs ? sizeof(V) : 0)));
+    bytes = floor_bytes(cd::lsd_passes(0, end_bit));
 
     cub::DoubleBuffer<K> dk(ref_k.data(), ref_k_alt.data());
     cub::DoubleBuffer<VB> dv(ref_v.data(), ref_v_alt.data());
@@ -117,6 +117,10 @@ struct sort_case {
                 bytes / (cub_ms * 1e6), bytes / n);
   }
 
+  double floor_bytes(int passes) const {
+    return double(n) * (sizeof(K) + passes * 2.0 * (sizeof(K) + (pairs ? sizeof(V) : 0)));
+  }
+
   void restore(canopy::buffer<K>& keys, canopy::buffer<VB>& vals) {
     CANOPY_CUDA_CHECK(cudaMemcpyAsync(keys.data(), pristine_k.data(), n * sizeof(K), cudaMemcpyDeviceToDevice,
                                       ctx.stream()));
@@ -148,14 +152,18 @@ struct sort_case {
       if constexpr (std::is_void_v<Tile>)
         cd::lsd_run_cuda(ctx, job, "canopy-radix-tuning");
       else
-        cd::lsd_run_cuda_shaped<K, V, Tile::items, Tile::min_blocks, Tile::variant>(ctx, job);
+        cd::lsd_run_cuda_shaped<K, V, Tile::items, Tile::min_blocks, Tile::variant, Tile::max_bits>(ctx, job);
     });
-    const bool in_alt = cd::lsd_passes(0, end_bit) % 2 == 1;
+    int passes = 0;
+    if constexpr (std::is_void_v<Tile>) passes = cd::lsd_pass_count<K, V>(ctx, 0, end_bit, "canopy-radix-tuning");
+    else passes = cd::make_digit_plan(0, end_bit, Tile::max_bits).passes;
+    const double run_bytes = floor_bytes(passes);  // this run's own floor (fewer passes with wider digits)
+    const bool in_alt = passes % 2 == 1;
     bool bad = canopy_bench::first_difference(ctx, in_alt ? k_alt.data() : k.data(), ref_keys, n) != n;
     if constexpr (pairs) bad = bad || canopy_bench::first_difference(ctx, in_alt ? v_alt.data() : v.data(), ref_vals, n) != n;
-    std::printf("%-16s n=2^%d %-28s %8.4f ms %6.2f Gkeys/s %5.0f GB/s %5.1f%% copy  CUB %8.4f ms  CUB/canopy %.3f %s\n",
-                name, lg, label.c_str(), ms, n / (ms * 1e6), bytes / (ms * 1e6),
-                100.0 * (bytes / (2.0 * n * sizeof(K)) * copy_ms) / ms, cub_ms, cub_ms / ms, bad ? "MISMATCH" : "ok");
+    std::printf("%-16s n=2^%d %-28s %d passes %8.4f ms %6.2f Gkeys/s %5.0f GB/s %5.1f%% copy  CUB %8.4f ms  CUB/canopy %.3f %s\n",
+                name, lg, label.c_str(), passes, ms, n / (ms * 1e6), run_bytes / (ms * 1e6),
+                100.0 * (run_bytes / (2.0 * n * sizeof(K)) * copy_ms) / ms, cub_ms, cub_ms / ms, bad ? "MISMATCH" : "ok");
     if (bad) g_failed = true;
   }
 
@@ -163,7 +171,7 @@ struct sort_case {
   void sweep() {
     const auto regime = cd::onesweep_regime_of(ctx.device());
     run<void>(regime == cd::onesweep_regime::bandwidth_bound ? "library (bandwidth_bound)" : "library (compute_bound)");
-    (run<Tiles>(label_of(Tiles::items, Tiles::min_blocks, Tiles::variant)), ...);
+    (run<Tiles>(label_of(Tiles::items, Tiles::min_blocks, Tiles::variant, Tiles::max_bits)), ...);
   }
 };
 
@@ -189,14 +197,15 @@ void sweep_u32_u32_pairs(canopy::context& ctx, int lg) {
 template <int EndBit>
 void sweep_u64_keys(canopy::context& ctx, int lg) {
   sort_case<std::uint64_t, no_value> c(ctx, EndBit == 64 ? "u64_keys" : "u64_48bit_keys", lg, EndBit);
-  c.sweep<tile<14, 3>, tile<16, 3>, tile<18, 3>, tile<20, 2>, tile<22, 2>, tile<24, 2>, tile<26, 2>, tile<28, 2>,
-          tile<10, 4>>();
+  c.sweep<tile<16, 3>, tile<24, 2>, tile<26, 2>, tile<16, 3, 0, 10>, tile<18, 2, 0, 10>, tile<20, 2, 0, 10>,
+          tile<22, 2, 0, 10>, tile<24, 2, 0, 10>, tile<26, 2, 0, 10>, tile<28, 2, 0, 10>>();
 }
 
 void sweep_u64_u32_pairs(canopy::context& ctx, int lg) {
   constexpr int S = cd::onesweep::variant::stage_values;
   sort_case<std::uint64_t, std::uint32_t> c(ctx, "u64_u32_pairs", lg, 64);
-  c.sweep<tile<16, 2>, tile<18, 2>, tile<14, 2, S>, tile<16, 2, S>>();
+  c.sweep<tile<16, 2>, tile<18, 2>, tile<14, 2, S>, tile<16, 2, S>, tile<14, 2, 0, 10>, tile<16, 2, 0, 10>,
+          tile<18, 2, 0, 10>, tile<16, 2, S, 10>>();
 }
 
 

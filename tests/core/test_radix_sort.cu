@@ -413,6 +413,48 @@ TEST_F(CudaRadixSortLarge, PairsAndWideKeysAt2To26MatchHost) {
   }
 }
 
+// The digit plan of an LSD run: every bit of the window in exactly one digit, in order; digits of
+// at most max_bits (8-bit digits when wider ones would not save a pass); the fewest passes that
+// width allows; bins and offsets laid out back to back within the kernels' histogram.
+TEST(RadixDigitPlan, CoversTheWindowInTheFewestPasses) {
+  namespace cd = canopy::detail;
+  for (int max_bits : {8, 9, 10}) {
+    for (int begin = 0; begin <= 64; ++begin) {
+      for (int end = begin; end <= 64; ++end) {
+        const auto plan = cd::make_digit_plan(begin, end, max_bits);
+        const int width = end - begin;
+        const std::string what = "max_bits " + std::to_string(max_bits) + " bits [" + std::to_string(begin) + "," +
+                                 std::to_string(end) + ")";
+        const int narrow = (width + 7) / 8, wide = (width + max_bits - 1) / max_bits;
+        ASSERT_EQ(plan.passes, std::min(narrow, wide)) << what;
+        ASSERT_LE(plan.passes, cd::onesweep::max_passes) << what;
+        int next = begin, bins = 0;
+        for (int p = 0; p < plan.passes; ++p) {
+          ASSERT_EQ(plan.shift[p], next) << what << " pass " << p;
+          ASSERT_GE(plan.bits[p], 1) << what << " pass " << p;
+          ASSERT_LE(plan.bits[p], plan.passes < narrow ? max_bits : 8) << what << " pass " << p;
+          ASSERT_EQ(plan.bins[p], 1 << std::max(8, plan.bits[p])) << what << " pass " << p;
+          ASSERT_EQ(plan.offset[p], bins) << what << " pass " << p;
+          next += plan.bits[p];
+          bins += plan.bins[p];
+        }
+        ASSERT_EQ(next, end) << what;
+        ASSERT_EQ(plan.total_bins, bins) << what;
+        ASSERT_LE(plan.total_bins, cd::onesweep::max_plan_bins) << what;
+      }
+    }
+  }
+  // The two plans the benchmarks run: full 64-bit keys and 48-bit keys.
+  const auto full = cd::make_digit_plan(0, 64, 10);
+  EXPECT_EQ(full.passes, 7);
+  EXPECT_EQ(full.bits[0], 10);
+  EXPECT_EQ(full.bits[6], 9);
+  EXPECT_EQ(cd::make_digit_plan(0, 48, 10).passes, 5);
+  EXPECT_EQ(cd::make_digit_plan(0, 32, 10).passes, 4);
+  EXPECT_EQ(cd::make_digit_plan(0, 32, 10).bits[3], 8);
+  EXPECT_EQ(cd::lsd_passes(0, 64), 8);
+}
+
 // The device class behind the CUDA tile shapes, from peak DRAM bandwidth per SM clock.
 TEST(RadixDeviceClass, FromBandwidthPerSmClock) {
   using canopy::detail::onesweep_regime;
@@ -485,6 +527,9 @@ TEST(RadixShapeFit, FollowsTheSharedMemoryOptInLimit) {
   // shapes within 48 KiB.
   EXPECT_GT((cd::onesweep_default<u64, u64, cd::onesweep_regime::bandwidth_bound>::block_bytes), 101376u);
   EXPECT_LE((cd::onesweep_default<u64, u32, cd::onesweep_regime::bandwidth_bound>::block_bytes), 101376u);
+  // Wider digits take more shared memory: a 10-bit pass's packed counters (24 KiB for 12 warps)
+  // and its 4 KiB of bin offsets put that tile over 99 KiB.
+  EXPECT_GT((cd::onesweep::shape<u64, u32, 18, 2, 10>::block_bytes), 101376u);
   EXPECT_GT((cd::onesweep_default<u64, no_value, cd::onesweep_regime::bandwidth_bound>::block_bytes), 65536u);
   EXPECT_LE((cd::onesweep_default<u32, no_value, cd::onesweep_regime::bandwidth_bound>::block_bytes), 65536u);
   EXPECT_LE((canopy::detail::onesweep::shape<u64, u64, cd::onesweep_compact<u64, u64>::items, 2>::block_bytes), 49152u);
@@ -545,11 +590,12 @@ void check_shape(canopy::context& ctx, const char* label, dist d, int begin_bit,
     job.begin_bit = begin_bit;
     job.end_bit = end_bit;
     job.first_dst = 1;
-    cd::lsd_run_cuda_shaped<K, V, D::items, D::min_blocks, D::variant>(ctx, job);
-    const bool alt = cd::lsd_passes(begin_bit, end_bit) % 2 == 1;
+    cd::lsd_run_cuda_shaped<K, V, D::items, D::min_blocks, D::variant, D::max_bits>(ctx, job);
+    const bool alt = cd::make_digit_plan(begin_bit, end_bit, D::max_bits).passes % 2 == 1;
     const auto got_k = (alt ? k1 : k0).to_host();
     const std::string what = std::string(label) + " " + std::to_string(D::items) + "x" + std::to_string(D::min_blocks) + " variant " +
-                             std::to_string(D::variant) + " " + name(d) + " n=" + std::to_string(n) + " bits [" +
+                             std::to_string(D::variant) + " digits<=" + std::to_string(D::max_bits) + " " + name(d) +
+                             " n=" + std::to_string(n) + " bits [" +
                              std::to_string(begin_bit) + "," + std::to_string(end_bit) + ")";
     for (std::size_t i = 0; i < n; ++i)
       ASSERT_EQ(got_k[i], keys[order[i]]) << what << ": keys differ first at " << i;
@@ -568,6 +614,12 @@ void check_device_class_shape(canopy::context& ctx, dist d, int begin_bit, int e
       ctx, R == canopy::detail::onesweep_regime::bandwidth_bound ? "bandwidth_bound" : "compute_bound", d, begin_bit,
       end_bit, index_values, seed);
 }
+
+// A tile shape with digits of up to 10 bits, whichever class's default takes them.
+template <int Items, int MinBlocks, int Variant>
+struct wide_digits {
+  static constexpr int items = Items, min_blocks = MinBlocks, variant = Variant, max_bits = 10;
+};
 
 template <class K, class V>
 void check_compact_shape(canopy::context& ctx, dist d, int begin_bit, int end_bit, bool index_values, std::uint64_t seed) {
@@ -597,6 +649,30 @@ class CudaRadixShapes : public canopy_test::CudaTest {};
     check_device_class_shape<std::uint64_t, std::uint32_t, regime>(*ctx_, dist::uniform, 0, 16, true, 7070); \
     check_device_class_shape<std::uint64_t, std::uint64_t, regime>(*ctx_, dist::uniform, 8, 48, true, 7080); \
   }
+
+// Digits of 9 and 10 bits (packed 16-bit counters, several digits per scan thread) on this GPU:
+// full keys (10 + 6 x 9 bits), 48 bits (3 x 10 + 2 x 9), windows whose digits straddle bit 32
+// (whole-key kernels) or leave the low bits out, constant and few-valued digits (a counter half
+// filled by a whole tile), pairs and the index variant.
+TEST_F(CudaRadixShapes, WideDigits) {
+  using canopy::detail::no_value;
+  using u32 = std::uint32_t;
+  using u64 = std::uint64_t;
+  constexpr int S = canopy::detail::onesweep::variant::stage_values;
+  using keys26 = wide_digits<26, 2, 0>;
+  using pairs18 = wide_digits<18, 2, 0>;
+  using staged16 = wide_digits<16, 2, S>;
+  check_shape<u64, no_value, keys26>(*ctx_, "wide", dist::uniform, 0, 64, false, 7200);
+  check_shape<u64, no_value, keys26>(*ctx_, "wide", dist::uniform, 0, 48, false, 7201);
+  check_shape<u64, no_value, keys26>(*ctx_, "wide", dist::few_unique, 3, 61, false, 7202);
+  check_shape<u64, no_value, keys26>(*ctx_, "wide", dist::low_entropy, 20, 40, false, 7203);
+  check_shape<u64, no_value, keys26>(*ctx_, "wide", dist::uniform, 24, 64, false, 7204);
+  check_shape<u64, no_value, keys26>(*ctx_, "wide", dist::all_equal, 0, 64, false, 7205);
+  check_shape<u64, u32, pairs18>(*ctx_, "wide", dist::uniform, 0, 64, false, 7210);
+  check_shape<u64, u32, pairs18>(*ctx_, "wide", dist::few_unique, 5, 50, true, 7211);
+  check_shape<u64, u32, staged16>(*ctx_, "wide", dist::uniform, 0, 48, false, 7212);
+  check_shape<u32, u32, wide_digits<16, 2, 0>>(*ctx_, "wide", dist::uniform, 0, 20, false, 7213);
+}
 
 CANOPY_DEVICE_CLASS_TESTS(ComputeBound, canopy::detail::onesweep_regime::compute_bound)
 CANOPY_DEVICE_CLASS_TESTS(BandwidthBound, canopy::detail::onesweep_regime::bandwidth_bound)

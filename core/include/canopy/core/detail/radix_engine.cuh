@@ -2,9 +2,12 @@
 // variants, for both backends.
 //
 // Keys travel as raw bits (uint32_t/uint64_t; floats and signed integers reinterpreted), values as
-// uint32_t/uint64_t or no_value. Pass p of P splits on bits [begin + 8p, min(begin + 8p + 8, end)).
-// Pass 0 reads the caller's input; pass p writes buffer (first_dst + p) & 1 and pass p+1 reads it,
-// so the caller chooses where the result lands. Included by the .cu sources only.
+// uint32_t/uint64_t or no_value. Pass p of P splits on the digit plan's bits (make_digit_plan):
+// 8-bit digits [begin + 8p, min(begin + 8p + 8, end)), or on a CUDA device whose class takes them,
+// 9- and 10-bit digits where those need fewer passes (8-byte keys). The number of passes is
+// lsd_pass_count's, which callers use to choose buffers. Pass 0 reads the caller's input; pass p
+// writes buffer (first_dst + p) & 1 and pass p+1 reads it, so the caller chooses where the result
+// lands. Included by the .cu sources only.
 #pragma once
 
 #include <canopy/core/buffer.hpp>
@@ -35,7 +38,33 @@ struct lsd_job {
   bool keep_keys = true;  //!< false: the last pass need not write keys
 };
 
-inline int lsd_passes(int begin_bit, int end_bit) { return (end_bit - begin_bit + 7) / 8; }
+//! The digits of an LSD run over bits [begin_bit, end_bit) with digits of at most `max_bits` (8 to
+//! 10): 8-bit digits (the last one narrower) unless wider ones need fewer passes; then the bits are
+//! shared out as evenly as possible, the wider digits first. 64 bits at up to 10: 10 + 6 x 9, seven
+//! passes instead of eight; 48 bits: 3 x 10 + 2 x 9, five instead of six; 32 bits stay 4 x 8.
+inline onesweep::digit_plan make_digit_plan(int begin_bit, int end_bit, int max_bits) {
+  onesweep::digit_plan plan;
+  const int width = end_bit - begin_bit;
+  if (width <= 0) return plan;
+  const int narrow = (width + 7) / 8;
+  const int wide = max_bits > 8 ? (width + max_bits - 1) / max_bits : narrow;
+  plan.passes = std::min(narrow, wide);
+  int shift = begin_bit;
+  for (int p = 0; p < plan.passes; ++p) {
+    const int bits = plan.passes == narrow ? std::min(8, end_bit - shift)
+                                           : width / plan.passes + (p < width % plan.passes ? 1 : 0);
+    plan.shift[p] = shift;
+    plan.bits[p] = bits;
+    plan.bins[p] = 1 << std::max(8, bits);
+    plan.offset[p] = plan.total_bins;
+    plan.total_bins += plan.bins[p];
+    shift += bits;
+  }
+  return plan;
+}
+
+//! Passes of an LSD run with 8-bit digits (the host backend's, and split's single pass).
+inline int lsd_passes(int begin_bit, int end_bit) { return make_digit_plan(begin_bit, end_bit, 8).passes; }
 
 inline void check_bit_range(int begin_bit, int end_bit, int key_bits, const char* function) {
   require(begin_bit >= 0 && begin_bit <= key_bits, function, "begin_bit",
@@ -85,7 +114,13 @@ struct onesweep_default {
                                                 : 16;
   static constexpr int min_blocks = keys_only && !(bandwidth_bound && sizeof(K) == 8) ? 3 : 2;
   static constexpr int variant = bandwidth_bound && four_byte && !keys_only ? onesweep::variant::stage_values : 0;
-  static constexpr std::size_t block_bytes = onesweep::shape<K, V, items, min_blocks>::block_bytes;
+  //! The widest digit (make_digit_plan): 8 bits on both classes. Digits of up to 10 bits (seven
+  //! passes for 64-bit keys, five for 48-bit) were measured on the H100 at 2^26 and 2^28 and lost:
+  //! a 9-bit pass costs about 10% more than an 8-bit one and a 10-bit pass about 40% more, so 64-bit
+  //! keys broke even and 48-bit keys and u64/u32 pairs got 6-15% slower (docs/performance/sort.md,
+  //! session 5). canopy-radix-tuning sweeps them (shapes labelled digits<=10).
+  static constexpr int max_bits = 8;
+  static constexpr std::size_t block_bytes = onesweep::shape<K, V, items, min_blocks, max_bits>::block_bytes;
 };
 
 //! The fallback shape of a record type for devices whose per-block shared memory cannot hold the
@@ -101,6 +136,7 @@ struct onesweep_compact {
       int((guaranteed_bytes - probe::counter_bytes - probe::static_bytes) / (std::size_t(probe::threads) * record_bytes));
   static constexpr int min_blocks = 2;
   static constexpr int variant = 0;
+  static constexpr int max_bits = 8;
   static_assert(items >= 1 && onesweep::shape<K, V, items, min_blocks>::block_bytes <= guaranteed_bytes);
 };
 
@@ -142,32 +178,66 @@ onesweep_fit onesweep_fit_of(const device_info& d, const char* function) {
 //! Sets the opt-in dynamic shared memory limit of one pass kernel instantiation, once per device
 //! (a host-side attribute of the device's primary context; thread-safe). Ordinals past the 64th
 //! set it on every call.
-template <class K, class V, int Items, int MinBlocks, onesweep::digit_word W, int Variant>
+template <class K, class V, int Items, int MinBlocks, onesweep::digit_word W, int Variant, int Bits>
 void allow_pass_shared_memory(int device) {
   constexpr int tracked = 64;
   static std::once_flag once[tracked];
   const auto set = [] {
-    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(onesweep::onesweep_pass_kernel<K, V, Items, MinBlocks, W, Variant>,
+    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(onesweep::onesweep_pass_kernel<K, V, Items, MinBlocks, W, Variant, Bits>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(onesweep::shape<K, V, Items, MinBlocks>::smem_bytes)));
+                                           int(onesweep::shape<K, V, Items, MinBlocks, Bits>::smem_bytes)));
   };
   if (device >= 0 && device < tracked) std::call_once(once[device], set);
   else set();
 }
 
-template <class K, class V, int Items, int MinBlocks, int Variant = 0>
+//! The pass kernels of one digit width: the whole-key kernel and, for 8-byte keys only, the ones
+//! reading one 32-bit word of the key (onesweep::digit_word), with their shared memory allowed.
+template <class K, class V, int Items, int MinBlocks, int Variant, int Bits>
+struct pass_kernels {
+  using kernel_t = void (*)(onesweep::pass_args<K, V>);
+  //! 8-byte keys, keys only: a pass whose digit lies in one 32-bit word of the key runs the kernel
+  //! that reads only that word (a 32-bit shift and mask per digit instead of a variable 64-bit
+  //! shift). Pairs keep one kernel: measured no change for u64/u32 pairs (docs/performance/sort.md).
+  static constexpr bool words = sizeof(K) == 8 && std::is_same_v<V, no_value>;
+  static constexpr std::size_t smem_bytes = onesweep::shape<K, V, Items, MinBlocks, Bits>::smem_bytes;
+  kernel_t whole, low, high;
+  explicit pass_kernels(int device) {
+    using onesweep::digit_word;
+    whole = low = high = onesweep::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::whole, Variant, Bits>;
+    // Tiles above 48 KiB of shared memory need the opt-in limit (a host-side attribute, no sync).
+    allow_pass_shared_memory<K, V, Items, MinBlocks, digit_word::whole, Variant, Bits>(device);
+    if constexpr (words) {
+      low = onesweep::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::low, Variant, Bits>;
+      high = onesweep::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::high, Variant, Bits>;
+      allow_pass_shared_memory<K, V, Items, MinBlocks, digit_word::low, Variant, Bits>(device);
+      allow_pass_shared_memory<K, V, Items, MinBlocks, digit_word::high, Variant, Bits>(device);
+    }
+  }
+  //! Launches pass `a` (its shift relative to the whole key) on the kernel for its digit's word.
+  void launch(onesweep::pass_args<K, V> a, int bits, unsigned tiles, cudaStream_t stream) const {
+    kernel_t kernel = whole;
+    if (words && a.shift >= 32) kernel = high, a.shift -= 32;
+    else if (words && a.shift + bits <= 32) kernel = low;
+    kernel<<<tiles, onesweep::shape<K, V, Items, MinBlocks, Bits>::threads, smem_bytes, stream>>>(a);
+    CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::onesweep_pass_kernel");
+  }
+};
+
+template <class K, class V, int Items, int MinBlocks, int Variant = 0, int MaxBits = 8>
 void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   namespace os = onesweep;
-  using S = os::shape<K, V, Items, MinBlocks>;
+  static_assert(MaxBits >= 8 && MaxBits <= 10, "digits of 8 to 10 bits");
+  using S = os::shape<K, V, Items, MinBlocks, MaxBits>;  // the widest kernel: the most shared memory
   check_onesweep_shared_memory(ctx.device(), S::block_bytes, "canopy::detail::lsd_run_cuda_shaped");
-  const int passes = lsd_passes(job.begin_bit, job.end_bit);
+  const os::digit_plan plan = make_digit_plan(job.begin_bit, job.end_bit, MaxBits);
   const std::uint32_t n = std::uint32_t(job.n);
   const std::size_t tiles = (job.n + S::tile - 1) / S::tile;
-  // Layout: hist/offsets [passes][256], tile counters [passes] (padded to 32), look-back
-  // [passes][tiles][256]; one memset clears all of it.
-  const std::size_t hist_words = std::size_t(passes) * os::radix;
-  const std::size_t counter_words = 32 * ((passes + 31) / 32);
-  const std::size_t lookback_words = std::size_t(passes) * tiles * os::radix;
+  // Layout: hist/offsets [total_bins], tile counters [passes] (padded to 32), look-back
+  // [tiles][total_bins] (pass p's rows at tiles * offset[p]); one memset clears all of it.
+  const std::size_t hist_words = std::size_t(plan.total_bins);
+  const std::size_t counter_words = 32 * ((plan.passes + 31) / 32);
+  const std::size_t lookback_words = tiles * std::size_t(plan.total_bins);
   buffer<std::uint32_t> state(ctx, hist_words + counter_words + lookback_words);
   std::uint32_t* hist = state.data();
   std::uint32_t* counters = hist + hist_words;
@@ -179,35 +249,18 @@ void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   const std::size_t hist_keys_per_block = std::size_t(os::hist_threads) * os::hist_vectors * (16 / sizeof(K));
   const unsigned hist_blocks =
       unsigned(std::max<std::size_t>(1, std::min<std::size_t>((job.n + hist_keys_per_block - 1) / hist_keys_per_block, std::size_t(sms) * 4)));
-  os::digit_histogram_kernel<K><<<hist_blocks, os::hist_threads, 0, ctx.stream()>>>(job.keys_in, n, job.begin_bit, job.end_bit,
-                                                                       passes, job.kind, hist);
+  os::digit_histogram_kernel<K><<<hist_blocks, os::hist_threads, 0, ctx.stream()>>>(job.keys_in, n, plan, job.kind, hist);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::digit_histogram_kernel");
-  os::digit_offsets_kernel<<<passes, 256, 0, ctx.stream()>>>(hist);
+  os::digit_offsets_kernel<<<plan.passes, os::offsets_threads, 0, ctx.stream()>>>(hist, plan);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::digit_offsets_kernel");
 
-  // 8-byte keys, keys only: a pass whose digit lies in one 32-bit word of the key runs the kernel
-  // that reads only that word (a 32-bit shift and mask per digit instead of a variable 64-bit
-  // shift). Pairs keep one kernel: measured no change for u64/u32 pairs (docs/performance/sort.md).
-  constexpr bool words = sizeof(K) == 8 && std::is_same_v<V, no_value>;
-  using os::digit_word;
-  auto* whole = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::whole, Variant>;
-  auto* low = whole;
-  auto* high = whole;
-  // Tiles above 48 KiB of shared memory need the opt-in limit (a host-side attribute, no sync).
-  allow_pass_shared_memory<K, V, Items, MinBlocks, digit_word::whole, Variant>(ctx.device().ordinal);
-  if constexpr (words) {
-    low = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::low, Variant>;
-    high = os::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::high, Variant>;
-    allow_pass_shared_memory<K, V, Items, MinBlocks, digit_word::low, Variant>(ctx.device().ordinal);
-    allow_pass_shared_memory<K, V, Items, MinBlocks, digit_word::high, Variant>(ctx.device().ordinal);
-  }
-  for (int p = 0; p < passes; ++p) {
-    const int shift = job.begin_bit + 8 * p;
-    const int bits = std::min(8, job.end_bit - shift);
+  const int device = ctx.device().ordinal;
+  const pass_kernels<K, V, Items, MinBlocks, Variant, 8> narrow(device);
+  for (int p = 0; p < plan.passes; ++p) {
     const int src = (job.first_dst + p + 1) & 1, dst = (job.first_dst + p) & 1;
     os::pass_args<K, V> a;
     a.keys_in = p == 0 ? job.keys_in : job.keys[src];
-    a.keys_out = (p == passes - 1 && !job.keep_keys) ? nullptr : job.keys[dst];
+    a.keys_out = (p == plan.passes - 1 && !job.keep_keys) ? nullptr : job.keys[dst];
     if constexpr (!std::is_same_v<V, no_value>) {
       a.vals_in = p == 0 ? job.vals_in : job.vals[src];
       a.vals_out = job.vals[dst];
@@ -216,17 +269,28 @@ void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
       a.vals_out = nullptr;
     }
     a.n = n;
-    auto* kernel = whole;
-    a.shift = shift;
-    if (words && shift >= 32) kernel = high, a.shift = shift - 32;
-    else if (words && shift + bits <= 32) kernel = low;
-    a.mask = (1u << bits) - 1u;
+    a.shift = plan.shift[p];
+    a.mask = (1u << plan.bits[p]) - 1u;
     a.kind = job.kind;
-    a.digit_offsets = hist + std::size_t(p) * os::radix;
-    a.lookback = lookback + std::size_t(p) * tiles * os::radix;
+    a.digit_offsets = hist + plan.offset[p];
+    a.lookback = lookback + tiles * std::size_t(plan.offset[p]);
     a.tile_counter = counters + p;
-    kernel<<<unsigned(tiles), S::threads, S::smem_bytes, ctx.stream()>>>(a);
-    CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::onesweep_pass_kernel");
+    const int bits = plan.bits[p];
+    if constexpr (MaxBits >= 9) {
+      if (bits == 9) {
+        const pass_kernels<K, V, Items, MinBlocks, Variant, 9> k9(device);
+        k9.launch(a, bits, unsigned(tiles), ctx.stream());
+        continue;
+      }
+    }
+    if constexpr (MaxBits >= 10) {
+      if (bits == 10) {
+        const pass_kernels<K, V, Items, MinBlocks, Variant, 10> k10(device);
+        k10.launch(a, bits, unsigned(tiles), ctx.stream());
+        continue;
+      }
+    }
+    narrow.launch(a, bits, unsigned(tiles), ctx.stream());
   }
 }
 
@@ -238,16 +302,36 @@ void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) 
   // here reaches the driver).
   if (onesweep_fit_of<K, V>(ctx.device(), function) == onesweep_fit::compact) {
     using C = onesweep_compact<K, V>;
-    lsd_run_cuda_shaped<K, V, C::items, C::min_blocks, C::variant>(ctx, job);
+    lsd_run_cuda_shaped<K, V, C::items, C::min_blocks, C::variant, C::max_bits>(ctx, job);
   } else if (onesweep_regime_of(ctx.device()) == onesweep_regime::bandwidth_bound) {
     using D = onesweep_default<K, V, onesweep_regime::bandwidth_bound>;
-    lsd_run_cuda_shaped<K, V, D::items, D::min_blocks, D::variant>(ctx, job);
+    lsd_run_cuda_shaped<K, V, D::items, D::min_blocks, D::variant, D::max_bits>(ctx, job);
   } else {
     using D = onesweep_default<K, V, onesweep_regime::compute_bound>;
-    lsd_run_cuda_shaped<K, V, D::items, D::min_blocks, D::variant>(ctx, job);
+    lsd_run_cuda_shaped<K, V, D::items, D::min_blocks, D::variant, D::max_bits>(ctx, job);
   }
 }
 #endif
+
+//! The widest digit a run of records (K, V) takes on ctx's backend: 8 bits on the host backend and
+//! in the compact shapes; on a CUDA device, its class's default (onesweep_default::max_bits).
+//! Host-only arithmetic on the context's device facts.
+template <class K, class V>
+int lsd_max_digit_bits(const context& ctx, const char* function) {
+  if (!ctx.is_cuda()) return 8;
+  const device_info& d = ctx.device();
+  if (onesweep_fit_of<K, V>(d, function) == onesweep_fit::compact) return onesweep_compact<K, V>::max_bits;
+  return onesweep_regime_of(d) == onesweep_regime::bandwidth_bound
+             ? onesweep_default<K, V, onesweep_regime::bandwidth_bound>::max_bits
+             : onesweep_default<K, V, onesweep_regime::compute_bound>::max_bits;
+}
+
+//! The number of passes lsd_run makes for records (K, V) over [begin_bit, end_bit) on ctx's
+//! backend: callers choose first_dst and their buffers from its parity.
+template <class K, class V>
+int lsd_pass_count(const context& ctx, int begin_bit, int end_bit, const char* function) {
+  return make_digit_plan(begin_bit, end_bit, lsd_max_digit_bits<K, V>(ctx, function)).passes;
+}
 
 //! Runs the passes of `job` on ctx's backend. n == 0 or an empty bit range does nothing.
 template <class K, class V>

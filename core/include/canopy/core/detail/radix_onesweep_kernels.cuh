@@ -1,6 +1,7 @@
 // canopy/core/detail/radix_onesweep_kernels.cuh — the CUDA kernels of split and LSD radix sort.
 //
-// Onesweep structure (after Adinets & Merrill 2022), one kernel per 8-bit pass:
+// Onesweep structure (after Adinets & Merrill 2022), one kernel per pass of an 8-, 9- or 10-bit
+// digit (wider digits: fewer passes over 8-byte keys; see digit_layout and radix_engine.cuh):
 //   1. digit_histogram_kernel: one read of the keys (16-byte vectors) counts the digits of
 //      *every* pass at once; digit_offsets_kernel turns each pass's counts into exclusive global
 //      bin offsets.
@@ -14,9 +15,9 @@
 //        groups equal digits with one ballot per digit bit; the lowest lane of a group adds the
 //        group's size to the warp's running offset of that digit (shared atomic) and broadcasts
 //        the old value; rank = that value + peers on lower lanes (stable);
-//      - 256 threads, one per digit, look back over earlier tiles' words for their digit, eight
-//        tiles per read, until an INCLUSIVE prefix, then publish their own inclusive prefix
-//        (decoupled look-back over digit bins);
+//      - 256 threads, one to four digits each, look back over earlier tiles' words for their
+//        digits, eight tiles per read, until an INCLUSIVE prefix, then publish their own inclusive
+//        prefix (decoupled look-back over digit bins);
 //      - each warp places its records in shared memory in split order as soon as it has ranked
 //        them (the exchange buffers do not alias the counters), then the block writes them out
 //        so that each digit's run leaves the block contiguously (coalesced). Five barriers per
@@ -35,7 +36,32 @@
 
 namespace canopy::detail::onesweep {
 
-constexpr int radix = 256;
+constexpr int radix = 256;  //!< bins of an 8-bit digit: split's digit, and every pass of 4-byte keys
+
+//! Where a pass kernel of `Bits`-bit digits (8, 9 or 10) keeps its per-warp digit counters, and
+//! how its 256 scan threads share the digits. 8-bit digits take one 32-bit counter each. Wider
+//! digits take two 16-bit counters per 32-bit word (a counter never exceeds the tile size, at most
+//! 65535, so a packed add never carries into the other half), which keeps a 10-bit pass's counters
+//! at 24 KiB (12 warps) instead of 48. Scan thread t owns counter words k*256 + t (k < word_span),
+//! each holding `per_word` consecutive digits, so digits are scanned in the order (k, t, half).
+template <int Bits>
+struct digit_layout {
+  static_assert(Bits >= 8 && Bits <= 10, "pass kernels take 8- to 10-bit digits");
+  static constexpr int bins = 1 << Bits;
+  static constexpr bool packed = Bits > 8;
+  static constexpr int per_word = packed ? 2 : 1;
+  static constexpr int words = bins / per_word;  //!< counter words per warp
+  static constexpr int scan_threads = 256;
+  static constexpr int word_span = words / scan_threads;  //!< counter words per scan thread: 1 or 2
+  static constexpr int digits_per_thread = word_span * per_word;
+  //! The counter word of digit d, and what adds one to d's counter there.
+  static constexpr __host__ __device__ std::uint32_t word_of(std::uint32_t d) { return packed ? d >> 1 : d; }
+  static constexpr __host__ __device__ std::uint32_t one_of(std::uint32_t d) { return packed ? 1u << ((d & 1u) * 16) : 1u; }
+  //! Digit d's counter in its word (half h = d & 1 when packed).
+  static constexpr __host__ __device__ std::uint32_t counter_of(std::uint32_t word, std::uint32_t d) {
+    return packed ? (word >> ((d & 1u) * 16)) & 0xffffu : word;
+  }
+};
 
 //! Kernel variants beyond the tile shape (template argument `Variant` of onesweep_pass_kernel); 0
 //! is the kernel every H200 measurement in docs/performance/sort.md ran. Tried on the H100 and
@@ -55,8 +81,8 @@ constexpr int stage_values = 1;
 //! Tile shape: 384 threads x `items` per thread; shared memory is dynamic (per-warp digit
 //! counters, the key exchange buffer and, for pairs, the value exchange buffer, side by side), so
 //! tiles are not capped by the 48 KiB static limit. `min_blocks` is the register hint of
-//! __launch_bounds__.
-template <class K, class V, int Items, int MinBlocks>
+//! __launch_bounds__; `Bits` the digit width of the kernel (digit_layout).
+template <class K, class V, int Items, int MinBlocks, int Bits = 8>
 struct shape {
   static constexpr bool has_values = !std::is_same_v<V, no_value>;
   static constexpr int threads = 384;
@@ -64,24 +90,40 @@ struct shape {
   static constexpr int min_blocks = MinBlocks;
   static constexpr int tile = threads * items;
   static constexpr int warps = threads / 32;
-  static constexpr std::size_t counter_bytes = std::size_t(warps) * radix * 4;
+  static constexpr std::size_t counter_bytes = std::size_t(warps) * digit_layout<Bits>::words * 4;
+  static_assert(tile <= 65535 || Bits == 8, "packed 16-bit digit counters hold at most 65535 slots");
   static constexpr std::size_t key_bytes = std::size_t(tile) * sizeof(K);
   static constexpr std::size_t value_bytes = has_values ? std::size_t(tile) * sizeof(V) : 0;
   static constexpr std::size_t smem_bytes = counter_bytes + key_bytes + value_bytes;
-  //! The kernel's static shared arrays (s_delta, s_warp_sums, s_tile: 1060 B; ptxas reports 1072 B
-  //! on sm_90), rounded up.
-  static constexpr std::size_t static_bytes = 1152;
+  //! The kernel's static shared arrays (s_delta: 4 B per bin; s_warp_sums, s_tile: at most 68 B;
+  //! ptxas reports 1072 B for 8-bit digits on sm_90), rounded up.
+  static constexpr std::size_t static_bytes = std::size_t(digit_layout<Bits>::bins) * 4 + 128;
   //! Dynamic plus static: what the device's per-block opt-in limit must hold.
   static constexpr std::size_t block_bytes = smem_bytes + static_bytes;
 };
+
+constexpr int max_passes = 8;
+
+//! The digits of an LSD run: pass p splits on bits [shift[p], shift[p] + bits[p]). Its histogram
+//! and each tile's look-back row have bins[p] = 2^max(8, bits[p]) words, pass p's starting at word
+//! offset[p] (histogram) or tiles * offset[p] (look-back). Made by make_digit_plan (radix_engine.cuh).
+struct digit_plan {
+  int passes = 0;
+  int shift[max_passes] = {};
+  int bits[max_passes] = {};
+  int bins[max_passes] = {};
+  int offset[max_passes] = {};
+  int total_bins = 0;
+};
+//! Bins of all passes together: eight 8-bit passes (2048), or at most seven of 9-10 bits (a plan
+//! of wide digits is only taken when it has fewer passes than 8-bit digits would).
+constexpr int max_plan_bins = (max_passes - 1) * 1024;
 
 }  // namespace canopy::detail::onesweep
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
 
 namespace canopy::detail::onesweep {
-
-constexpr int max_passes = 8;
 constexpr std::uint32_t flag_aggregate = 1u << 30;
 constexpr std::uint32_t flag_inclusive = 2u << 30;
 constexpr std::uint32_t value_mask = (1u << 30) - 1;
@@ -111,14 +153,15 @@ __device__ __forceinline__ void store_relaxed(std::uint32_t* p, std::uint32_t v)
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-//! Lanes of the warp whose digit equals d (d < 256): eight ballots, one per digit bit, are
-//! cheaper than __match_any_sync on sm_70..sm_90 (measured 1.3x per sort on an H200). Written in
+//! Lanes of the warp whose digit equals d (d < 2^Bits): one ballot per digit bit, which is
+//! cheaper than __match_any_sync on sm_70..sm_90 (8 bits: 1.3x per sort on an H200). Written in
 //! PTX so that each bit is five instructions (bit test, vote, predicated complement, mask); the
 //! C++ form was seven PTX instructions per bit (docs/performance/sort.md, run 5).
+template <int Bits>
 __device__ __forceinline__ std::uint32_t match_digit(std::uint32_t d) {
   std::uint32_t peers = 0xffffffffu;
 #pragma unroll
-  for (int b = 0; b < 8; ++b) {
+  for (int b = 0; b < Bits; ++b) {
     asm("{\n\t"
         ".reg .pred on;\n\t"
         ".reg .b32 votes;\n\t"
@@ -168,29 +211,31 @@ __device__ __forceinline__ std::uint32_t digit_of(K ordered, int shift, std::uin
   else return std::uint32_t(ordered >> shift) & mask;
 }
 
-//! One 8-bit LSD pass over one tile per block. Keys travel in registers and shared memory as
+//! One LSD pass of a `Bits`-bit digit (8 to 10) over one tile per block. Keys travel in registers and shared memory as
 //! their order-preserving bits (converted once on load and once on store), so a digit is a shift
 //! and a mask. The slots of a partial last tile hold the all-ones key: it has the largest digit
 //! and the highest positions, so it ranks after every real key and its shared slots are the
 //! tile's last ones, which are never written out (only that tile's own counts include them, and
 //! no later tile reads them).
-template <class K, class V, int Items, int MinBlocks, digit_word W = digit_word::whole, int Variant = 0>
+template <class K, class V, int Items, int MinBlocks, digit_word W = digit_word::whole, int Variant = 0, int Bits = 8>
 __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args<K, V> a) {
-  using S = shape<K, V, Items, MinBlocks>;
+  using S = shape<K, V, Items, MinBlocks, Bits>;
+  using L = digit_layout<Bits>;
+  constexpr int bins = L::bins;
   constexpr int threads = S::threads, items = S::items, tile_size = S::tile, warps = S::warps;
   constexpr bool has_values = S::has_values;
   constexpr bool stage = has_values && (Variant & variant::stage_values) != 0;
   extern __shared__ __align__(16) unsigned char dyn_smem[];
-  std::uint32_t* counters = reinterpret_cast<std::uint32_t*>(dyn_smem);  // [warps][radix]
+  std::uint32_t* counters = reinterpret_cast<std::uint32_t*>(dyn_smem);  // [warps][L::words]
   K* s_keys = reinterpret_cast<K*>(dyn_smem + S::counter_bytes);
   V* s_vals = reinterpret_cast<V*>(dyn_smem + S::counter_bytes + S::key_bytes);  // pairs only
-  __shared__ std::uint32_t s_delta[radix];  // global output slot of a digit's run minus its tile slot
-  __shared__ std::uint32_t s_warp_sums[radix / 32];
+  __shared__ std::uint32_t s_delta[bins];  // global output slot of a digit's run minus its tile slot
+  __shared__ std::uint32_t s_warp_sums[L::word_span][L::scan_threads / 32];
   __shared__ std::uint32_t s_tile;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   if (tid == 0) s_tile = atomicAdd(a.tile_counter, 1u);
-  for (int i = tid; i < warps * radix; i += threads) counters[i] = 0;
+  for (int i = tid; i < warps * L::words; i += threads) counters[i] = 0;
   __syncthreads();
   const std::uint32_t tile = s_tile;
   const std::uint32_t tile_base = tile * tile_size;
@@ -240,36 +285,62 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
 
   // Early counts: per-warp digit counts by shared atomics first, so the tile's aggregate is
   // published before the (serial) ranking; ranking then starts from each warp's final offsets.
-  std::uint32_t* my_counts = counters + warp * radix;
+  std::uint32_t* my_counts = counters + warp * L::words;
 #pragma unroll
-  for (int i = 0; i < items; ++i) atomicAdd(&my_counts[digit_of<W>(keys[i], shift, mask)], 1u);
-  __syncthreads();
-  std::uint32_t count = 0;
-  if (tid < radix) {
-#pragma unroll
-    for (int w = 0; w < warps; ++w) {  // in place: count of (w, d) -> warps before w's count of d
-      const std::uint32_t c = counters[w * radix + tid];
-      counters[w * radix + tid] = count;
-      count += c;
-    }
-    store_relaxed(a.lookback + std::size_t(tile) * radix + tid, (tile == 0 ? flag_inclusive : flag_aggregate) | count);
-  }
-  std::uint32_t inclusive = count;
-  if (tid < radix) {
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const std::uint32_t v = __shfl_up_sync(0xffffffffu, inclusive, o);
-      if (lane >= o) inclusive += v;
-    }
-    if (lane == 31) s_warp_sums[warp] = inclusive;
+  for (int i = 0; i < items; ++i) {
+    const std::uint32_t d = digit_of<W>(keys[i], shift, mask);
+    atomicAdd(&my_counts[L::word_of(d)], L::one_of(d));
   }
   __syncthreads();
-  std::uint32_t local_start = 0;
-  if (tid < radix) {
-    local_start = inclusive - count;
-    for (int w = 0; w < warp; ++w) local_start += s_warp_sums[w];
+  // Scan threads: thread t owns counter words k*256 + t; a word's counters (one, or two packed
+  // halves) are summed over warps in place, word-wise (halves never carry).
+  constexpr int span = L::word_span;
+  const bool scanner = tid < L::scan_threads;
+  std::uint32_t count_word[span], total[span], inclusive[span];
+  if (scanner) {
 #pragma unroll
-    for (int w = 0; w < warps; ++w) counters[w * radix + tid] += local_start;
+    for (int k = 0; k < span; ++k) {
+      const int wi = k * L::scan_threads + tid;
+      std::uint32_t running = 0;
+#pragma unroll
+      for (int w = 0; w < warps; ++w) {  // in place: count of (w, d) -> warps before w's count of d
+        const std::uint32_t c = counters[w * L::words + wi];
+        counters[w * L::words + wi] = running;
+        running += c;
+      }
+      count_word[k] = running;
+#pragma unroll
+      for (int h = 0; h < L::per_word; ++h) {
+        const std::uint32_t d = std::uint32_t(wi * L::per_word + h);
+        store_relaxed(a.lookback + std::size_t(tile) * bins + d,
+                      (tile == 0 ? flag_inclusive : flag_aggregate) | L::counter_of(running, d));
+      }
+      total[k] = L::packed ? (running & 0xffffu) + (running >> 16) : running;
+      inclusive[k] = total[k];
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const std::uint32_t v = __shfl_up_sync(0xffffffffu, inclusive[k], o);
+        if (lane >= o) inclusive[k] += v;
+      }
+      if (lane == 31) s_warp_sums[k][warp] = inclusive[k];
+    }
+  }
+  __syncthreads();
+  std::uint32_t start_word[span];  // the tile slot where each of this thread's digits starts (packed like the counters)
+  if (scanner) {
+    // A runtime loop, not an unrolled one: the keys are live here, and eight loads in flight at
+    // once made the 8-byte-key kernels spill (ptxas, sm_90).
+    std::uint32_t base = 0;  // digits of earlier word blocks (k < this k) in the tile
+#pragma unroll
+    for (int k = 0; k < span; ++k) {
+      std::uint32_t start = base + inclusive[k] - total[k];
+      for (int w = 0; w < warp; ++w) start += s_warp_sums[k][w];
+      if (k + 1 < span)
+        for (int w = 0; w < L::scan_threads / 32; ++w) base += s_warp_sums[k][w];
+      start_word[k] = L::packed ? start | ((start + (count_word[k] & 0xffffu)) << 16) : start;
+#pragma unroll
+      for (int w = 0; w < warps; ++w) counters[w * L::words + k * L::scan_threads + tid] += start_word[k];
+    }
   }
   __syncthreads();
 
@@ -284,10 +355,11 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
 #pragma unroll
   for (int i = 0; i < items; ++i) {
     const std::uint32_t d = digit_of<W>(keys[i], shift, mask);
-    const std::uint32_t peers = match_digit(d);
+    const std::uint32_t peers = match_digit<Bits>(d);
     const int leader = __ffs(peers) - 1;
     std::uint32_t before = 0;
-    if (lane == leader) before = atomicAdd(&my_counts[d], std::uint32_t(__popc(peers)));
+    if (lane == leader)
+      before = L::counter_of(atomicAdd(&my_counts[L::word_of(d)], L::one_of(d) * std::uint32_t(__popc(peers))), d);
     const std::uint32_t slot = __shfl_sync(0xffffffffu, before, leader) + __popc(peers & lanes_below);
     if constexpr (place_early) s_keys[slot] = keys[i];
     else pos[i] = slot;
@@ -320,30 +392,49 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
 #pragma unroll
     for (int i = 0; i < items; ++i) s_vals[pos[i]] = vals[i];
   }
-  if (tid < radix) {
-    std::uint32_t prefix = 0;
-    if (tile > 0) {
-      // Windowed look-back: the words of `window` predecessors are read at once, so a walk over
-      // many aggregate-only tiles costs one memory latency per window, not per tile.
-      constexpr int window = 8;
-      int j = int(tile) - 1;
-      bool done = false;
-      while (!done) {
-        std::uint32_t v[window];
+  if (scanner) {
+    // Windowed look-back, all of this thread's digits at once: the words of `window` predecessors
+    // are read together, so a walk over many aggregate-only tiles costs one memory latency per
+    // window, not per tile, and a thread with several digits waits once for all of them.
+    constexpr int digits = L::digits_per_thread, window = 8;
+    std::uint32_t prefix[digits];
+    int j[digits];
+    bool done[digits];
+#pragma unroll
+    for (int q = 0; q < digits; ++q) prefix[q] = 0, j[q] = int(tile) - 1, done[q] = tile == 0;
+    const auto digit_q = [&](int q) {  // q = k * per_word + h
+      return std::uint32_t(((q / L::per_word) * L::scan_threads + tid) * L::per_word + q % L::per_word);
+    };
+    bool all_done = tile == 0;
+    while (!all_done) {
+      std::uint32_t v[digits][window];
+#pragma unroll
+      for (int q = 0; q < digits; ++q)
 #pragma unroll
         for (int w = 0; w < window; ++w)
-          v[w] = j - w >= 0 ? load_relaxed(a.lookback + std::size_t(j - w) * radix + tid) : flag_inclusive;
+          v[q][w] = !done[q] && j[q] - w >= 0 ? load_relaxed(a.lookback + std::size_t(j[q] - w) * bins + digit_q(q))
+                                              : flag_inclusive;
+      all_done = true;
+#pragma unroll
+      for (int q = 0; q < digits; ++q) {
 #pragma unroll
         for (int w = 0; w < window; ++w) {
-          if (done || (v[w] & ~value_mask) == 0) break;  // found the prefix, or tile j-w has not published
-          prefix += v[w] & value_mask;
-          --j;
-          if (v[w] & flag_inclusive) done = true;
+          if (done[q] || (v[q][w] & ~value_mask) == 0) break;  // found the prefix, or tile j-w has not published
+          prefix[q] += v[q][w] & value_mask;
+          --j[q];
+          if (v[q][w] & flag_inclusive) done[q] = true;
         }
+        all_done = all_done && done[q];
       }
-      store_relaxed(a.lookback + std::size_t(tile) * radix + tid, flag_inclusive | (prefix + count));
     }
-    s_delta[tid] = a.digit_offsets[tid] + prefix - local_start;
+#pragma unroll
+    for (int q = 0; q < digits; ++q) {
+      const std::uint32_t d = digit_q(q);
+      const int k = q / L::per_word;
+      const std::uint32_t count = L::counter_of(count_word[k], d), start = L::counter_of(start_word[k], d);
+      if (tile > 0) store_relaxed(a.lookback + std::size_t(tile) * bins + d, flag_inclusive | (prefix[q] + count));
+      s_delta[d] = a.digit_offsets[d] + prefix[q] - start;
+    }
   }
   __syncthreads();
 
@@ -372,12 +463,13 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
     write_out(yes{}, unsigned_kind{});
 }
 
-//! Counts the digits of passes [0, passes) of every key into hist[pass][256] (zeroed before).
-//! Keys are read as 16-byte vectors, `hist_vectors` per thread per step, each vector of the step
-//! a grid-stride apart (so every load of the warp is coalesced and all of a step's loads are in
-//! flight before the first count). A vector whose keys share a pass's digit adds its count in one
-//! shared atomic, so sorted or constant inputs serialise less on one counter. The few keys before
-//! the first 16-byte boundary and after the last whole vector are counted one by one by block 0.
+//! Counts the digits of every pass of `plan` for every key into hist[plan.offset[p] + digit]
+//! (zeroed before). Keys are read as 16-byte vectors, `hist_vectors` per thread per step, each
+//! vector of the step a grid-stride apart (so every load of the warp is coalesced and all of a
+//! step's loads are in flight before the first count). A vector whose keys share a pass's digit
+//! adds its count in one shared atomic, so sorted or constant inputs serialise less on one
+//! counter. The few keys before the first 16-byte boundary and after the last whole vector are
+//! counted one by one by block 0.
 constexpr int hist_threads = 256;
 constexpr int hist_vectors = 4;
 __device__ __forceinline__ void unpack(const uint4& r, std::uint32_t (&k)[4]) {
@@ -390,17 +482,17 @@ __device__ __forceinline__ void unpack(const uint4& r, std::uint64_t (&k)[2]) {
 
 template <class K>
 __device__ __forceinline__ void count_digits(std::uint32_t* s_hist, const K (&k)[16 / sizeof(K)], int count,
-                                             int begin_bit, int end_bit, int passes, key_kind kind) {
+                                             const digit_plan& plan, key_kind kind) {
   constexpr int per = 16 / sizeof(K);
   K ordered[per];
 #pragma unroll
   for (int i = 0; i < per; ++i) ordered[i] = to_ordered_bits(k[i], kind);
 #pragma unroll
   for (int p = 0; p < max_passes; ++p) {
-    if (p < passes) {
-      const int shift = begin_bit + 8 * p;
-      const int bits = min(8, end_bit - shift);
-      const std::uint32_t mask = (1u << bits) - 1u;
+    if (p < plan.passes) {
+      const int shift = plan.shift[p];
+      const std::uint32_t mask = (1u << plan.bits[p]) - 1u;
+      std::uint32_t* h = s_hist + plan.offset[p];
       std::uint32_t d[per];
       bool same = count == per;
 #pragma unroll
@@ -409,23 +501,22 @@ __device__ __forceinline__ void count_digits(std::uint32_t* s_hist, const K (&k)
         same = same && d[i] == d[0];
       }
       if (same) {
-        atomicAdd(&s_hist[p * radix + d[0]], std::uint32_t(per));
+        atomicAdd(&h[d[0]], std::uint32_t(per));
       } else {
 #pragma unroll
         for (int i = 0; i < per; ++i)
-          if (i < count) atomicAdd(&s_hist[p * radix + d[i]], 1u);
+          if (i < count) atomicAdd(&h[d[i]], 1u);
       }
     }
   }
 }
 
 template <class K>
-__global__ void __launch_bounds__(hist_threads) digit_histogram_kernel(const K* keys, std::uint32_t n, int begin_bit,
-                                                                       int end_bit, int passes, key_kind kind,
-                                                                       std::uint32_t* hist) {
+__global__ void __launch_bounds__(hist_threads) digit_histogram_kernel(const K* keys, std::uint32_t n, digit_plan plan,
+                                                                       key_kind kind, std::uint32_t* hist) {
   constexpr int per = 16 / sizeof(K);
-  __shared__ std::uint32_t s_hist[max_passes * radix];
-  for (int i = threadIdx.x; i < passes * radix; i += blockDim.x) s_hist[i] = 0;
+  __shared__ std::uint32_t s_hist[max_plan_bins];
+  for (int i = threadIdx.x; i < plan.total_bins; i += blockDim.x) s_hist[i] = 0;
   __syncthreads();
   const std::size_t misalign = reinterpret_cast<std::uintptr_t>(keys) & 15u;
   const std::uint32_t head = min(n, std::uint32_t(((16 - misalign) & 15u) / sizeof(K)));
@@ -443,7 +534,7 @@ __global__ void __launch_bounds__(hist_threads) digit_histogram_kernel(const K* 
       if (v + u * stride < vectors) {
         K k[per];
         unpack(r[u], k);
-        count_digits(s_hist, k, per, begin_bit, end_bit, passes, kind);
+        count_digits(s_hist, k, per, plan, kind);
       }
     }
   }
@@ -453,23 +544,42 @@ __global__ void __launch_bounds__(hist_threads) digit_histogram_kernel(const K* 
     if (threadIdx.x < 2 * per && i < n && (threadIdx.x < head || i >= tail_begin)) {
       K k[per] = {};
       k[0] = keys[i];
-      count_digits(s_hist, k, 1, begin_bit, end_bit, passes, kind);
+      count_digits(s_hist, k, 1, plan, kind);
     }
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < passes * radix; i += blockDim.x)
+  for (int i = threadIdx.x; i < plan.total_bins; i += blockDim.x)
     if (s_hist[i]) atomicAdd(&hist[i], s_hist[i]);
 }
 
-//! In place, per pass (one block of 256 threads each): digit counts -> exclusive digit offsets.
-static __global__ void __launch_bounds__(256) digit_offsets_kernel(std::uint32_t* hist) {
-  __shared__ std::uint32_t s[radix];
-  std::uint32_t* h = hist + blockIdx.x * radix;
-  s[threadIdx.x] = h[threadIdx.x];
+//! In place, one block per pass: pass p's digit counts -> exclusive digit offsets (a block scan
+//! over up to 1024 bins).
+constexpr int offsets_threads = 1024;
+static __global__ void __launch_bounds__(offsets_threads) digit_offsets_kernel(std::uint32_t* hist, digit_plan plan) {
+  __shared__ std::uint32_t s_warp[offsets_threads / 32];
+  const int p = blockIdx.x, t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  const int bins = plan.bins[p];
+  std::uint32_t* h = hist + plan.offset[p];
+  const std::uint32_t c = t < bins ? h[t] : 0u;
+  std::uint32_t inclusive = c;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const std::uint32_t v = __shfl_up_sync(0xffffffffu, inclusive, o);
+    if (lane >= o) inclusive += v;
+  }
+  if (lane == 31) s_warp[warp] = inclusive;
   __syncthreads();
-  std::uint32_t sum = 0;
-  for (unsigned d = 0; d < threadIdx.x; ++d) sum += s[d];
-  h[threadIdx.x] = sum;
+  if (warp == 0) {
+    std::uint32_t w = s_warp[lane];
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const std::uint32_t v = __shfl_up_sync(0xffffffffu, w, o);
+      if (lane >= o) w += v;
+    }
+    s_warp[lane] = w;
+  }
+  __syncthreads();
+  if (t < bins) h[t] = inclusive - c + (warp > 0 ? s_warp[warp - 1] : 0u);
 }
 
 }  // namespace canopy::detail::onesweep
