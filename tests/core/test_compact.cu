@@ -57,12 +57,16 @@ TEST_P(CompactTest, SelectIfMatchesCopyIf) {
       for (auto& x : in) x = rng();
       if (t == 0xFFFFFFFFu) std::fill(in.begin(), in.end(), 7u);  // all selected
       auto bin = upload(in);
-      canopy::buffer<std::uint32_t> bout(ctx(), n);
+      constexpr std::uint32_t untouched = 0xDEADBEEFu;  // what out holds before the call
+      auto bout = upload(std::vector<std::uint32_t>(n, untouched));
       const std::size_t k = canopy::select_if_count<std::uint32_t>(ctx(), bin.view(), bout.view(), below{t});
       std::vector<std::uint32_t> want;
       std::copy_if(in.begin(), in.end(), std::back_inserter(want), below{t});
       ASSERT_EQ(k, want.size()) << "n=" << n << " t=" << t;
       auto got = bout.to_host();
+      // A select writes out[0, k) only (the GPU writes whole 16-byte vectors inside that range).
+      ASSERT_TRUE(std::all_of(got.begin() + k, got.end(), [](std::uint32_t v) { return v == untouched; }))
+          << "n=" << n << " t=" << t << ": wrote past the selected count";
       got.resize(k);
       ASSERT_TRUE(got == want) << "n=" << n << " t=" << t;
     }

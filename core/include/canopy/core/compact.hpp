@@ -69,7 +69,8 @@ void check_flags(const context& ctx, const char* fn, span<const T> in, span<cons
 inline std::size_t read_count(const buffer<std::size_t>& count) { return count.to_host()[0]; }
 }  // namespace detail
 
-//! Copies in[i] where flags[i] != 0 to out[0..k), in order; writes k to count[0].
+//! Copies in[i] where flags[i] != 0 to out[0..k), in order; writes k to count[0]. A select
+//! (select_flagged, select_if, select_if_count) writes nothing in out[k..).
 //! Complexity O(n). Temporary memory: CUDA one 16-byte descriptor per tile (256 threads x 32 =
 //! 8192 elements for T of up to 4 bytes, ≈ n/512 bytes; 128 x 16 = 2048 for 8-byte T, ≈ n/128
 //! bytes) plus under 512 bytes of padding and tile counter.

@@ -32,6 +32,15 @@ struct select_kernel_params {
   bool partition;
 };
 
+//! Select shapes may set `vector_stores`: a select (not a partition) then writes its tile's run
+//! with 16-byte stores from the first 16-byte boundary of its output range on (the few elements
+//! before it and after the last whole vector one by one), instead of one store per element.
+template <class Shape, class = void>
+struct select_vector_stores : std::false_type {};
+template <class Shape>
+struct select_vector_stores<Shape, std::void_t<decltype(Shape::vector_stores)>>
+    : std::integral_constant<bool, Shape::vector_stores> {};
+
 template <class T, class Selector, class Shape>
 __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
     single_pass_select_kernel(select_kernel_params<T, Selector> p) {
@@ -121,6 +130,28 @@ __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
 
   const count_t selected_before = s_prefix;
   if (tile + 1 == p.tiles && threadIdx.x == 0) *p.count = std::size_t(selected_before + tile_selected);
+  if constexpr (select_vector_stores<Shape>::value && Vec > 1 && sizeof(T) * Vec == 16) {
+    if (!p.partition) {
+      T* const out = p.out + selected_before;
+      const unsigned misaligned = unsigned(reinterpret_cast<std::uintptr_t>(out) & 15u);
+      const unsigned head = (misaligned % sizeof(T)) != 0
+                                ? tile_selected  // not even T-aligned in 16 bytes: element stores only
+                                : min(tile_selected, unsigned((16u - misaligned) & 15u) / unsigned(sizeof(T)));
+      const unsigned vectors = (tile_selected - head) / Vec;
+      const unsigned tail = head + vectors * Vec;
+      for (unsigned k = threadIdx.x; k < head; k += Block) out[k] = s_stage[k];
+      if (tail + threadIdx.x < tile_selected) out[tail + threadIdx.x] = s_stage[tail + threadIdx.x];
+      using V = vector_of<T, Vec>;
+      V* const out_vectors = reinterpret_cast<V*>(out + head);
+      for (unsigned v = threadIdx.x; v < vectors; v += Block) {
+        V w;
+#pragma unroll
+        for (int j = 0; j < Vec; ++j) w.v[j] = s_stage[head + v * Vec + j];
+        store_vector<Shape::streaming>(out_vectors + v, w);
+      }
+      return;
+    }
+  }
   const unsigned limit = p.partition ? tile_valid : tile_selected;
   const count_t rejected_before = count_t(tile_base) - selected_before;
   for (unsigned k = threadIdx.x; k < limit; k += Block) {
