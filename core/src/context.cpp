@@ -3,6 +3,7 @@
 
 #include <tbb/info.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -143,12 +144,57 @@ context::~context() {
 #if CANOPY_HAS_CUDA
   if (backend_ == backend::cuda) {
     cudaStreamSynchronize(stream_);
+    for (kept_store& k : kept_)
+      if (k.storage) resource_->deallocate(k.storage, k.bytes, stream_);
     owned_resource_.reset();
     if (check_host_) cudaFreeHost(check_host_);
     if (owns_stream_) cudaStreamDestroy(stream_);
   }
 #endif
 }
+
+context::tile_descriptors context::keep_tile_descriptors(std::size_t descriptor_bytes, std::size_t tiles) {
+  require(descriptor_bytes == 8 || descriptor_bytes == 16, "canopy::context::keep_tile_descriptors",
+          "descriptor_bytes", "internal: 8 or 16, got " + std::to_string(descriptor_bytes));
+  require(is_cuda(), "canopy::context::keep_tile_descriptors", "context", "internal: CUDA backend only");
+#if CANOPY_HAS_CUDA
+  constexpr std::size_t counter_bytes = 256;
+  const std::size_t descriptors = (descriptor_bytes * tiles + 255) / 256 * 256;
+  std::lock_guard<std::mutex> lock(kept_mutex_);
+  kept_store& k = kept_[descriptor_bytes == 8 ? 0 : 1];
+  if (descriptors + counter_bytes > k.bytes) {
+    // Grow by at least half, so that slowly growing sizes do not reallocate every call. The old
+    // store is released in stream order (earlier kernels still read it).
+    const std::size_t bytes = std::max(descriptors + counter_bytes, k.bytes + k.bytes / 2);
+    void* fresh = resource_->allocate(bytes, stream_);
+    if (k.storage) resource_->deallocate(k.storage, k.bytes, stream_);
+    k.storage = fresh;
+    k.bytes = bytes;
+    k.epoch = max_tile_epoch;  // forces the clear below
+  }
+  if (k.epoch >= max_tile_epoch) {
+    CANOPY_CUDA_CHECK(cudaMemsetAsync(k.storage, 0, k.bytes, stream_));
+    k.epoch = 0;
+  }
+  ++k.epoch;
+  unsigned char* base = static_cast<unsigned char*>(k.storage);
+  return {base, reinterpret_cast<unsigned*>(base + k.bytes - counter_bytes), k.epoch};
+#else
+  (void)tiles;
+  return {};
+#endif
+}
+
+namespace detail {
+void set_tile_descriptor_epoch_for_testing(context& ctx, std::size_t descriptor_bytes, unsigned epoch) {
+  std::lock_guard<std::mutex> lock(ctx.kept_mutex_);
+  unsigned& current = ctx.kept_[descriptor_bytes == 8 ? 0 : 1].epoch;
+  // Only forward: an epoch already handed out may still tag words in the store.
+  require(epoch >= current && epoch <= context::max_tile_epoch, "canopy::detail::set_tile_descriptor_epoch_for_testing",
+          "epoch", "must lie in [" + std::to_string(current) + ", max_tile_epoch], got " + std::to_string(epoch));
+  current = epoch;
+}
+}  // namespace detail
 
 std::string context::description() const {
   std::ostringstream out;

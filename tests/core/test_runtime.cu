@@ -202,6 +202,20 @@ TEST(Errors, CheckedMulNamesArgument) {
 }
 
 #if CANOPY_HAS_CUDA
+// The kept look-back descriptors of the single-pass kernels are a CUDA-backend facility with two
+// descriptor sizes; anything else is refused with the argument named, and the test hook for the
+// epoch only moves it forward.
+TEST(KeptTileDescriptors, RefusesHostContextsOtherSizesAndBackwardEpochs) {
+  canopy::context host(canopy::backend_request::host);
+  canopy_test::expect_error<canopy::invalid_argument>([&] { (void)host.keep_tile_descriptors(8, 10); },
+                                                      {"keep_tile_descriptors", "CUDA"});
+  canopy_test::expect_error<canopy::invalid_argument>([&] { (void)host.keep_tile_descriptors(12, 10); },
+                                                      {"descriptor_bytes", "12"});
+  canopy::detail::set_tile_descriptor_epoch_for_testing(host, 8, 5);
+  canopy_test::expect_error<canopy::invalid_argument>(
+      [&] { canopy::detail::set_tile_descriptor_epoch_for_testing(host, 8, 4); }, {"epoch", "[5,"});
+}
+
 TEST(CudaErrors, FailedCallNamesCallPlaceAndCudaMessage) {
   std::string why;
   if (!canopy::cuda_usable(&why)) GTEST_SKIP() << "CUDA backend unusable here: " << why;

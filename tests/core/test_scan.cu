@@ -3,6 +3,7 @@
 // large segmented scans, GPU vs host. (Timing against CUB: bench/tuning/canopy-scan-tuning.)
 #include "common/backends.hpp"
 
+#include <canopy/core/compact.hpp>
 #include <canopy/core/scan.hpp>
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
@@ -387,6 +388,76 @@ TEST_F(CudaScan, Int32At2Pow28MatchesHost) {
   canopy::exclusive_scan<std::int32_t>(ctx, bin.view(), bin.view(), 0, canopy::plus<std::int32_t>{});  // in place
   std::exclusive_scan(in.begin(), in.end(), want.begin(), 0);
   expect_equal_vectors(bin.to_host(), want, "2^28 exclusive in place");
+}
+
+struct odd_value {
+  CANOPY_HD bool operator()(std::int32_t v) const { return (v & 1) != 0; }
+};
+
+// Single-pass kernels keep their look-back descriptors and tile counter in the context between
+// calls, one epoch per call, never cleared per call. Interleaves on one context: 8-byte
+// descriptors (i32 scans) and 16-byte ones (i64 scans, select counts); the persistent kernel
+// (aligned spans) and the one-block-per-tile kernel (misaligned spans, segmented scans, select:
+// these claim tiles from the kept counter); sizes that grow the store and sizes that leave stale
+// words of larger calls behind; then epochs run up to the wrap-around (store cleared, epochs
+// restart) and past it. Every result against std::.
+TEST_F(CudaScan, KeptDescriptorsAcrossCallsKernelsAndEpochWrap) {
+  canopy::context& ctx = this->ctx();
+  std::mt19937 rng(4242);
+  int step = 0;
+  const auto check_round = [&](std::size_t n) {
+    const std::string what = "step " + std::to_string(step++) + " n=" + std::to_string(n);
+    std::vector<std::int32_t> a(n + 1);
+    for (auto& x : a) x = std::int32_t(rng() % 2001) - 1000;
+    std::vector<std::int64_t> b(n);
+    for (auto& x : b) x = std::int64_t(rng()) - (1ll << 31);
+    canopy::buffer<std::int32_t> ain(ctx, n + 1), aout(ctx, n + 1);
+    canopy::buffer<std::int64_t> bin(ctx, n), bout(ctx, n);
+    ain.assign(a);
+    aout.assign(std::vector<std::int32_t>(n + 1, 0));  // the element a call does not write is read back too
+    bin.assign(b);
+    // Persistent (aligned) and one-block-per-tile (misaligned by one element) i32 scans.
+    canopy::inclusive_scan<std::int32_t>(ctx, ain.view().subspan(0, n), aout.view().subspan(0, n),
+                                         canopy::plus<std::int32_t>{});
+    std::vector<std::int32_t> want(n);
+    std::inclusive_scan(a.begin(), a.begin() + std::ptrdiff_t(n), want.begin());
+    auto got = aout.to_host();
+    got.resize(n);
+    ASSERT_TRUE(got == want) << what << ": aligned i32 scan";
+    canopy::inclusive_scan<std::int32_t>(ctx, ain.view().subspan(1, n), aout.view().subspan(1, n),
+                                         canopy::plus<std::int32_t>{});
+    std::inclusive_scan(a.begin() + 1, a.end(), want.begin());
+    got = aout.to_host();
+    ASSERT_TRUE(std::equal(want.begin(), want.end(), got.begin() + 1)) << what << ": misaligned i32 scan";
+    // 16-byte descriptors: i64 exclusive scan, a segmented i64 scan and a select.
+    canopy::exclusive_scan<std::int64_t>(ctx, bin.view(), bout.view(), 0, canopy::plus<std::int64_t>{});
+    std::vector<std::int64_t> want64(n);
+    std::exclusive_scan(b.begin(), b.end(), want64.begin(), std::int64_t(0));
+    ASSERT_TRUE(bout.to_host() == want64) << what << ": i64 exclusive scan";
+    std::vector<std::uint8_t> heads(n);
+    for (std::size_t i = 0; i < n; ++i) heads[i] = (rng() % 1000) == 0;
+    canopy::buffer<std::uint8_t> bheads(ctx, n);
+    bheads.assign(heads);
+    canopy::inclusive_segmented_scan<std::int64_t>(ctx, bin.view(), bheads.view(), bout.view(),
+                                                   canopy::plus<std::int64_t>{});
+    for (std::size_t i = 0; i < n; ++i) want64[i] = (i == 0 || heads[i]) ? b[i] : want64[i - 1] + b[i];
+    ASSERT_TRUE(bout.to_host() == want64) << what << ": segmented i64 scan";
+    const odd_value odd;
+    const std::size_t k = canopy::select_if_count<std::int32_t>(ctx, ain.view(), aout.view(), odd);
+    std::vector<std::int32_t> kept;
+    std::copy_if(a.begin(), a.end(), std::back_inserter(kept), odd);
+    got = aout.to_host();
+    got.resize(k);
+    ASSERT_TRUE(got == kept) << what << ": select";
+  };
+  for (std::size_t n : {std::size_t(3) << 20, std::size_t(1000), std::size_t(9) << 20, std::size_t(65537),
+                        std::size_t(1) << 20})
+    check_round(n);
+  // Up to the wrap-around and past it, for both descriptor sizes.
+  for (std::size_t bytes : {std::size_t(8), std::size_t(16)})
+    canopy::detail::set_tile_descriptor_epoch_for_testing(ctx, bytes, canopy::context::max_tile_epoch - 2);
+  for (std::size_t n : {std::size_t(5) << 20, std::size_t(70000), std::size_t(5) << 20, std::size_t(4097)})
+    check_round(n);
 }
 
 TEST_F(CudaScan, SegmentedLargeMatchesHost) {

@@ -71,9 +71,10 @@ inline std::size_t read_count(const buffer<std::size_t>& count) { return count.t
 
 //! Copies in[i] where flags[i] != 0 to out[0..k), in order; writes k to count[0]. A select
 //! (select_flagged, select_if, select_if_count) writes nothing in out[k..).
-//! Complexity O(n). Temporary memory: CUDA one 16-byte descriptor per tile (256 threads x 32 =
-//! 8192 elements for T of up to 4 bytes, ≈ n/512 bytes; 128 x 16 = 2048 for 8-byte T, ≈ n/128
-//! bytes) plus under 512 bytes of padding and tile counter.
+//! Complexity O(n). Memory: CUDA one 16-byte descriptor per tile (256 threads x 32 = 8192
+//! elements for T of up to 4 bytes, ≈ n/512 bytes; 128 x 16 = 2048 for 8-byte T, ≈ n/128 bytes)
+//! plus under 512 bytes of padding and tile counter, kept by the context between calls
+//! (context::keep_tile_descriptors: grows to the largest call's, not cleared per call).
 template <class T>
 void select_flagged(context& ctx, span<const T> in, span<const std::uint8_t> flags, span<T> out,
                     span<std::size_t> count) {

@@ -13,6 +13,7 @@
 #include <canopy/core/memory_resource.hpp>
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -70,6 +71,14 @@ enum class device_check : unsigned {
   count
 };
 
+class context;
+
+namespace detail {
+//! Sets the epoch of the context's kept tile descriptors of `descriptor_bytes` (tests of the epoch
+//! wrap-around only).
+void set_tile_descriptor_epoch_for_testing(context& ctx, std::size_t descriptor_bytes, unsigned epoch);
+}  // namespace detail
+
 //! Carries the backend, CUDA stream and memory resource. Non-copyable; buffers made from a
 //! context keep a pointer to its resource, so the context must outlive them.
 class context {
@@ -102,7 +111,33 @@ class context {
   //! Kernels store 1 into flags[int(check)]; nothing else writes them.
   unsigned* device_check_flags() const noexcept { return check_device_; }
 
+  //! Look-back state of canopy's single-pass kernels (scan, select), kept by the context between
+  //! calls so that no call has to clear it first (CUDA only; one clear of the whole store when it
+  //! grows and when the epoch wraps). Each call gets the next epoch; a kernel tags the descriptors
+  //! it publishes with its epoch and reads any other epoch as "not yet published", so words left by
+  //! earlier calls are never taken for this call's. Calls are ordered by the stream: a kernel runs
+  //! after every earlier call's kernel. Descriptors of 8 and 16 bytes are kept apart, so a word
+  //! is only ever read back in the layout it was written in.
+  struct tile_descriptors {
+    void* storage = nullptr;          //!< descriptor_bytes x tiles: zero, or words of earlier epochs
+    unsigned* tile_counter = nullptr; //!< zero when the kernel starts; the kernel leaves it zero
+    unsigned epoch = 0;               //!< this call's, in [1, max_tile_epoch]
+  };
+  static constexpr unsigned max_tile_epoch = (1u << 30) - 1;
+  //! Storage for `tiles` descriptors of `descriptor_bytes` (8 or 16) and the call's epoch. Allocates
+  //! from the context's resource only when the store must grow. Thread-safe.
+  tile_descriptors keep_tile_descriptors(std::size_t descriptor_bytes, std::size_t tiles);
+
  private:
+  friend void detail::set_tile_descriptor_epoch_for_testing(context&, std::size_t, unsigned);
+  struct kept_store {
+    void* storage = nullptr;
+    std::size_t bytes = 0;
+    unsigned epoch = 0;
+  };
+  kept_store kept_[2];  // 8- and 16-byte descriptors
+  std::mutex kept_mutex_;
+
   backend backend_ = backend::host;
   stream_t stream_ = nullptr;
   bool owns_stream_ = false;

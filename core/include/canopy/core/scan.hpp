@@ -65,8 +65,10 @@ void run_scan(context& ctx, const char* fn, span<const T> in, span<T> out, span<
 }  // namespace detail
 
 //! out[i] = in[0] op in[1] op ... op in[i].
-//! Complexity O(n) work. Temporary memory: CUDA one look-back descriptor per tile plus under 512
-//! bytes of padding and tile counter. Plain scans of 4- and 8-byte values under plus, minimum,
+//! Complexity O(n) work. Memory: CUDA one look-back descriptor per tile plus under 512 bytes of
+//! padding and tile counter, kept by the context between calls (it grows to the largest call's and
+//! is not cleared per call: context::keep_tile_descriptors; descriptors larger than 8 bytes are
+//! temporary instead). Plain scans of 4- and 8-byte values under plus, minimum,
 //! maximum or multiplies, with 16-byte aligned in and out, on sm_90 (the persistent kernel): 8 bytes per 8192 elements (4-byte T, ≈ n/1024 bytes) or 16 bytes per 4096
 //! (8-byte T, ≈ n/256 bytes); otherwise 8 bytes per 32768 elements (T of up to 4 bytes, ≈ n/4096
 //! bytes) or 16 bytes per 4096 (8-byte T);

@@ -27,8 +27,9 @@ void launch_select(context& ctx, const T* in, std::size_t n, T* out, std::size_t
                 "values too large to stage a tile in shared memory: select indices, then gather");
   const std::size_t tiles = (n + Shape::tile_items - 1) / Shape::tile_items;
   require(tiles <= std::size_t(INT_MAX), "canopy select", "in", "too many elements for one launch");
-  single_pass_scratch scratch(ctx, tile_status_bytes<unsigned long long>(tiles));
-  select_kernel_params<T, Selector> p{in, out, n, count, scratch.status, tiles, scratch.counter, select, partition};
+  single_pass_state<unsigned long long> state(ctx, tiles);
+  select_kernel_params<T, Selector> p{in, out, n, count, state.status, tiles, state.counter, select, partition};
+  p.epoch = state.epoch;
   single_pass_select_kernel<T, Selector, Shape>
       <<<static_cast<unsigned>(tiles), Shape::block_threads, 0, ctx.stream()>>>(p);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::single_pass_select_kernel");

@@ -25,11 +25,12 @@ struct select_kernel_params {
   T* out;
   std::size_t n;
   std::size_t* count;
-  void* status;  // zeroed tile descriptors of 64-bit counts
+  void* status;  // tile descriptors of 64-bit counts: zeroed (epoch 0) or kept with epochs
   std::size_t tiles;
-  unsigned* tile_counter;
+  unsigned* tile_counter;  // zero at the start; the block claiming the last tile zeroes it again
   Selector select;
   bool partition;
+  unsigned epoch = 0;  // this call's descriptor epoch (context::keep_tile_descriptors)
 };
 
 //! Select shapes may set `vector_stores`: a select (not a partition) then writes its tile's run
@@ -56,11 +57,11 @@ __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
 
   const plus<unsigned> add;
   const plus<count_t> add64;
-  const auto status = make_tile_status<count_t>(p.status, p.tiles);
+  const auto status = make_tile_status<count_t>(p.status, p.tiles, p.epoch);
 
   const unsigned warp = threadIdx.x / 32, lane = lane_id();
   T x[Rows][Vec];
-  const std::size_t tile = claim_and_load_tile<T, Rows, Vec, Shape>(p.tile_counter, s_tile, p.in, p.n, warp, x);
+  const std::size_t tile = claim_and_load_tile<T, Rows, Vec, Shape>(p.tile_counter, p.tiles, s_tile, p.in, p.n, warp, x);
   const std::size_t tile_base = tile * std::size_t(Shape::tile_items);
   const std::size_t warp_base = tile_base + std::size_t(warp) * Shape::warp_items;
   const bool full = tile_base + Shape::tile_items <= p.n;

@@ -68,12 +68,13 @@ struct scan_kernel_params {
   std::size_t segment_length;  // scan_regular only
   T identity;                  // exclusive only
   bool exclusive;
-  void* status;                // tile descriptors, zeroed
+  void* status;                // tile descriptors: zeroed (epoch 0) or kept with epochs
   std::size_t tiles;
-  unsigned* tile_counter;      // zeroed
+  unsigned* tile_counter;      // zero at the start; the block claiming the last tile zeroes it again
   Op op;                       // the user's operator on T
   //! Diagnostics (persistent kernel with the persist_profile option): 16 words per tile.
   unsigned long long* profile = nullptr;
+  unsigned epoch = 0;          // this call's descriptor epoch (context::keep_tile_descriptors)
 };
 
 template <class T, int Vec>
@@ -161,14 +162,20 @@ __device__ __forceinline__ void store_rows(T* out, std::size_t n, std::size_t wa
 
 //! Claims this block's tile from the counter (tiles in launch order, so every tile's predecessors
 //! are resident or done: the look-back cannot deadlock) and loads its rows into x. Block-wide: all
-//! threads call it; `s_tile` is a __shared__ word. With Shape::speculative it guesses that the
+//! threads call it; `s_tile` is a __shared__ word. The block that claims the last of `tiles` (one
+//! block per tile, so every other claim came before it) zeroes the counter for the next call. With Shape::speculative it guesses that the
 //! counter hands out blockIdx.x (blocks start in index order) and loads that tile while the atomic
 //! is in flight; on a wrong guess it loads the tile really given (usually from L2, as the guessed
 //! tile's owner has just read it or is about to).
 template <class T, int Rows, int Vec, class Shape>
-__device__ __forceinline__ std::size_t claim_and_load_tile(unsigned* tile_counter, unsigned& s_tile, const T* in,
-                                                           std::size_t n, unsigned warp, T (&x)[Rows][Vec]) {
-  if (threadIdx.x == 0) s_tile = atomicAdd(tile_counter, 1u);
+__device__ __forceinline__ std::size_t claim_and_load_tile(unsigned* tile_counter, std::size_t tiles, unsigned& s_tile,
+                                                           const T* in, std::size_t n, unsigned warp,
+                                                           T (&x)[Rows][Vec]) {
+  if (threadIdx.x == 0) {
+    const unsigned claimed = atomicAdd(tile_counter, 1u);
+    s_tile = claimed;
+    if (claimed + 1 == tiles) atomicExch(tile_counter, 0u);
+  }
   const bool in_aligned = (reinterpret_cast<std::uintptr_t>(in) & 15u) == 0;
   const auto load_tile = [&](std::size_t t) {
     const std::size_t base = t * std::size_t(Shape::tile_items);
@@ -369,11 +376,11 @@ __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
   Acc* s_prefix = reinterpret_cast<Acc*>(s_prefix_raw);
 
   const auto op = accumulator::make_op(p.op);
-  const auto status = make_tile_status<Acc>(p.status, p.tiles);
+  const auto status = make_tile_status<Acc>(p.status, p.tiles, p.epoch);
 
   const unsigned warp = threadIdx.x / 32, lane = lane_id();
   T x[Rows][Vec];
-  const std::size_t tile = claim_and_load_tile<T, Rows, Vec, Shape>(p.tile_counter, s_tile, p.in, p.n, warp, x);
+  const std::size_t tile = claim_and_load_tile<T, Rows, Vec, Shape>(p.tile_counter, p.tiles, s_tile, p.in, p.n, warp, x);
   const std::size_t tile_base = tile * std::size_t(Shape::tile_items);
   const std::size_t warp_base = tile_base + std::size_t(warp) * Shape::warp_items;
   const bool full = tile_base + Shape::tile_items <= p.n;
@@ -495,7 +502,7 @@ __global__ void __launch_bounds__(Shape::block_threads, Shape::min_blocks)
   Acc* s_prefix = reinterpret_cast<Acc*>(s_prefix_raw);
   Acc* s_early = reinterpret_cast<Acc*>(s_early_raw);
 
-  const auto status = make_tile_status<Acc>(p.status, p.tiles);
+  const auto status = make_tile_status<Acc>(p.status, p.tiles, p.epoch);
   const unsigned warp = threadIdx.x / 32;
   const std::size_t grid = gridDim.x;
   const std::size_t whole_tiles = p.n / Shape::tile_items;  // tiles with no element past n

@@ -7,6 +7,9 @@
 //               relaxed 64-bit store/load publishes/reads both together.
 //   <= 8 bytes: one 16-byte word {value, status}, written and read with single 128-bit accesses
 //               (one transaction on sm_70+; CUB's tile state relies on the same).
+//   In both, the status word carries the call's epoch above the two status bits (context::
+//   keep_tile_descriptors): a descriptor of another epoch reads as invalid, so storage kept from
+//   earlier calls needs no clearing. Epoch 0 is zeroed storage's (a cleared scratch).
 //   larger:     a status word plus separate aggregate and inclusive value slots. The writer stores the
 //               value, fences (__threadfence), then stores the status; the reader loads the status,
 //               fences, then loads the slot that status names (the two slots keep an aggregate read
@@ -114,12 +117,14 @@ struct tile_status<Acc, 0> {
   using word = unsigned long long;
   static constexpr std::size_t bytes_per_tile = sizeof(word);
   word* words;
+  unsigned epoch;
 
-  __host__ __device__ explicit tile_status(void* storage) : words(static_cast<word*>(storage)) {}
+  __host__ __device__ explicit tile_status(void* storage, unsigned epoch_ = 0)
+      : words(static_cast<word*>(storage)), epoch(epoch_) {}
   __device__ void publish(std::size_t tile, unsigned status, const Acc& v) const {
     unsigned bits = 0;
     memcpy(&bits, &v, sizeof(Acc));
-    const word w = (word(status) << 32) | bits;
+    const word w = (word(status | (epoch << 2)) << 32) | bits;
     asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(words + tile), "l"(w) : "memory");
   }
   __device__ unsigned read(std::size_t tile, Acc& v) const {
@@ -127,7 +132,8 @@ struct tile_status<Acc, 0> {
     asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(words + tile) : "memory");
     const unsigned bits = unsigned(w);
     memcpy(&v, &bits, sizeof(Acc));
-    return unsigned(w >> 32);
+    const unsigned tag = unsigned(w >> 32);
+    return (tag >> 2) == epoch ? (tag & 3u) : unsigned(tile_invalid);
   }
 };
 
@@ -135,12 +141,14 @@ template <class Acc>
 struct tile_status<Acc, 1> {
   static constexpr std::size_t bytes_per_tile = 16;
   unsigned long long* words;
+  unsigned epoch;
 
-  __host__ __device__ explicit tile_status(void* storage) : words(static_cast<unsigned long long*>(storage)) {}
+  __host__ __device__ explicit tile_status(void* storage, unsigned epoch_ = 0)
+      : words(static_cast<unsigned long long*>(storage)), epoch(epoch_) {}
   __device__ void publish(std::size_t tile, unsigned status, const Acc& v) const {
     unsigned long long bits = 0;
     memcpy(&bits, &v, sizeof(Acc));
-    const unsigned long long s = status;
+    const unsigned long long s = status | (unsigned long long)(epoch) << 2;
     asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(words + 2 * tile), "l"(bits), "l"(s)
                  : "memory");
   }
@@ -149,7 +157,7 @@ struct tile_status<Acc, 1> {
     asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(bits), "=l"(s) : "l"(words + 2 * tile)
                  : "memory");
     memcpy(&v, &bits, sizeof(Acc));
-    return unsigned(s);
+    return (s >> 2) == epoch ? unsigned(s & 3u) : unsigned(tile_invalid);
   }
 };
 
@@ -190,18 +198,27 @@ struct tile_status<Acc, 2> {
   }
 };
 
-//! Bytes of descriptor storage for `tiles` tiles (zeroed before the scan kernel runs).
+//! Bytes of descriptor storage for `tiles` tiles (zeroed before the scan kernel runs, or kept
+//! with epochs: tile_status_keeps_epochs).
 template <class Acc>
 constexpr std::size_t tile_status_bytes(std::size_t tiles) {
   return tile_status<Acc>::bytes_per_tile * tiles;
 }
 
+//! Whether Acc's descriptors carry an epoch (8- and 16-byte layouts); the larger layout needs
+//! zeroed storage (epoch 0).
 template <class Acc>
-__device__ __forceinline__ tile_status<Acc> make_tile_status(void* storage, std::size_t tiles) {
+constexpr bool tile_status_keeps_epochs() {
+  return sizeof(Acc) <= 8;
+}
+
+template <class Acc>
+__device__ __forceinline__ tile_status<Acc> make_tile_status(void* storage, std::size_t tiles, unsigned epoch) {
   if constexpr (sizeof(Acc) <= 8) {
     (void)tiles;
-    return tile_status<Acc>(storage);
+    return tile_status<Acc>(storage, epoch);
   } else {
+    (void)epoch;
     return tile_status<Acc>(storage, tiles);
   }
 }
