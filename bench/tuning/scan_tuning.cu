@@ -227,7 +227,9 @@ void sweep_scan_i32(canopy::context& ctx, int lg) {
   auto c = make_scan_case<T, false>(ctx, lg, in, out);
   c.run_public("public inclusive_scan (dispatch)");
   c.run<canopy::detail::tuning::plain_scan_shape<T>>("block per tile 128B x1024 (old default)");
+  constexpr unsigned L = canopy::detail::tuning::persist_plain_launch;
   c.run_persistent<canopy::detail::tuning::plain_persistent_shape<T>>("persist 32KB x3 x2 (default)");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F | L>>("persist 32KB x3 x2, plain launch");
   c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, X | F>>("DIAG persist 32KB x3 x2, NO look-back", false);
   c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2>>("persist 32KB x3 x2, normal loads");
   c.run_persistent<persistent_scan_shape<T, 384, 4, 3, 3>>("persist 24KB x3 x3 blocks");

@@ -80,6 +80,10 @@ enum persistent_scan_option : unsigned {
   //! Diagnostics only, WRONG RESULTS: no look-back (every tile's prefix is taken as zero); measures the
   //! pipeline without the cross-block dependency.
   persist_skip_lookback = 16u,
+  //! Tuning only: an ordinary launch instead of a cooperative one (measures what the cooperative
+  //! launch costs; the grid is still one wave from the occupancy query, but nothing guarantees its
+  //! blocks are co-resident, e.g. under an MPS SM limit).
+  persist_plain_launch = 32u,
 };
 
 //! Persistent plain-scan shape (persistent_scan_kernel, sm_90): the tile is BlockThreads x Rows
@@ -98,6 +102,7 @@ struct persistent_scan_shape {
   static constexpr bool streaming = true;
   static constexpr bool evict_first_loads = (Options & persist_evict_first_loads) != 0;
   static constexpr bool profile = (Options & persist_profile) != 0;
+  static constexpr bool plain_launch = (Options & persist_plain_launch) != 0;
   static constexpr bool skip_lookback = (Options & persist_skip_lookback) != 0;
   static constexpr int block_threads = BlockThreads;
   static constexpr int warps = BlockThreads / 32;
