@@ -119,24 +119,34 @@ context::context(const context_options& options) {
   CANOPY_CUDA_CHECK(cudaDeviceGetAttribute(&memory_clock_khz, cudaDevAttrMemoryClockRate, options.device));
   CANOPY_CUDA_CHECK(cudaDeviceGetAttribute(&bus_width_bits, cudaDevAttrGlobalMemoryBusWidth, options.device));
   device_.memory_bandwidth = 2.0 * memory_clock_khz * 1e3 * bus_width_bits / 8.0;
+  if (options.resource) {
+    require(options.resource->space() == memory_space::device, "canopy::context", "options.resource",
+            "the CUDA backend needs a device memory resource");
+  }
   if (options.stream) {
     stream_ = options.stream;
   } else {
     CANOPY_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     owns_stream_ = true;
   }
-  if (options.resource) {
-    require(options.resource->space() == memory_space::device, "canopy::context", "options.resource",
-            "the CUDA backend needs a device memory resource");
-    resource_ = options.resource;
-  } else {
-    owned_resource_ = std::make_unique<cuda_pool_resource>(options.device);
-    resource_ = owned_resource_.get();
+  // From here on a throw leaves the constructor without running the destructor: release what was
+  // made so far (the owned resource goes with its unique_ptr).
+  try {
+    if (options.resource) {
+      resource_ = options.resource;
+    } else {
+      owned_resource_ = std::make_unique<cuda_pool_resource>(options.device);
+      resource_ = owned_resource_.get();
+    }
+    constexpr std::size_t check_bytes = std::size_t(device_check::count) * sizeof(unsigned);
+    CANOPY_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&check_host_), check_bytes, cudaHostAllocMapped));
+    std::memset(check_host_, 0, check_bytes);
+    CANOPY_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&check_device_), check_host_, 0));
+  } catch (...) {
+    if (check_host_) cudaFreeHost(check_host_);
+    if (owns_stream_) cudaStreamDestroy(stream_);
+    throw;
   }
-  constexpr std::size_t check_bytes = std::size_t(device_check::count) * sizeof(unsigned);
-  CANOPY_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&check_host_), check_bytes, cudaHostAllocMapped));
-  std::memset(check_host_, 0, check_bytes);
-  CANOPY_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&check_device_), check_host_, 0));
 #endif
 }
 
