@@ -230,6 +230,8 @@ void sweep_scan_i32(canopy::context& ctx, int lg) {
   constexpr unsigned L = canopy::detail::tuning::persist_plain_launch;
   c.run_persistent<canopy::detail::tuning::plain_persistent_shape<T>>("persist 32KB x3 x2 (default)");
   c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F | L>>("persist 32KB x3 x2, plain launch");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 2, F>>("persist 32KB x3 x2, look-back 2/lane");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 4, F>>("persist 32KB x3 x2, look-back 4/lane");
   c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, X | F>>("DIAG persist 32KB x3 x2, NO look-back", false);
   c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2>>("persist 32KB x3 x2, normal loads");
   c.run_persistent<persistent_scan_shape<T, 384, 4, 3, 3>>("persist 24KB x3 x3 blocks");
