@@ -163,6 +163,17 @@ context::~context() {
 #endif
 }
 
+bool context::stream_capturing() const {
+#if CANOPY_HAS_CUDA
+  if (!is_cuda()) return false;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  CANOPY_CUDA_CHECK(cudaStreamIsCapturing(stream_, &status));
+  return status != cudaStreamCaptureStatusNone;  // active, or invalidated (the capture fails anyway)
+#else
+  return false;
+#endif
+}
+
 context::tile_descriptors context::keep_tile_descriptors(std::size_t descriptor_bytes, std::size_t tiles) {
   require(descriptor_bytes == 8 || descriptor_bytes == 16, "canopy::context::keep_tile_descriptors",
           "descriptor_bytes", "internal: 8 or 16, got " + std::to_string(descriptor_bytes));

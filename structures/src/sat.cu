@@ -137,7 +137,9 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
   const int tiles_y = (height + k::tile_rows - 1) / k::tile_rows;
   const std::size_t tiles = std::size_t(tiles_x) * std::size_t(tiles_y);
   if constexpr (sizeof(Table) == 4) {
-    if (kept != nullptr) {
+    // Under stream capture a replayed graph would reuse the captured epoch: the flag protocol's
+    // temporary scratch (cleared by a captured memset) replays correctly.
+    if (kept != nullptr && !ctx.stream_capturing()) {
       // Tagged words in the kept buffer. It only ever holds zeros and words of this owner's earlier
       // epochs (which read as empty): it is cleared whole when it is (re)allocated, since memory
       // from the pool may hold anything, and before the epoch wraps.

@@ -207,6 +207,7 @@ TEST(Errors, CheckedMulNamesArgument) {
 // epoch only moves it forward.
 TEST(KeptTileDescriptors, RefusesHostContextsOtherSizesAndBackwardEpochs) {
   canopy::context host(canopy::backend_request::host);
+  EXPECT_FALSE(host.stream_capturing());  // no stream to capture
   canopy_test::expect_error<canopy::invalid_argument>([&] { (void)host.keep_tile_descriptors(8, 10); },
                                                       {"keep_tile_descriptors", "CUDA"});
   canopy_test::expect_error<canopy::invalid_argument>([&] { (void)host.keep_tile_descriptors(12, 10); },

@@ -460,6 +460,51 @@ TEST_F(CudaScan, KeptDescriptorsAcrossCallsKernelsAndEpochWrap) {
     check_round(n);
 }
 
+// A scan and a select captured into a CUDA graph and replayed over new inputs: calls under stream
+// capture must not use the context's kept descriptors (a replay would reuse the captured epoch and
+// read the previous replay's descriptors as its own). Aligned spans take the persistent scan.
+TEST_F(CudaScan, GraphCaptureReplaysWithFreshDescriptors) {
+  canopy::context& ctx = this->ctx();
+  const std::size_t n = (std::size_t(3) << 20) + 5;
+  canopy::buffer<std::int32_t> in(ctx, n), out(ctx, n), kept(ctx, n);
+  canopy::buffer<std::size_t> count(ctx, 1);
+  in.assign(std::vector<std::int32_t>(n, 1));
+  // A call before the capture leaves descriptors in the kept store; the graph must not see them.
+  canopy::inclusive_scan<std::int32_t>(ctx, in.view(), out.view(), canopy::plus<std::int32_t>{});
+  ctx.synchronize();
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(ctx.stream(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_TRUE(ctx.stream_capturing());
+  canopy::inclusive_scan<std::int32_t>(ctx, in.view(), out.view(), canopy::plus<std::int32_t>{});
+  canopy::select_if<std::int32_t>(ctx, in.view(), kept.view(), count.view(), odd_value{});
+  ASSERT_EQ(cudaStreamEndCapture(ctx.stream(), &graph), cudaSuccess);
+  EXPECT_FALSE(ctx.stream_capturing());
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  std::mt19937 rng(77);
+  for (int replay = 0; replay < 4; ++replay) {
+    std::vector<std::int32_t> a(n);
+    for (auto& x : a) x = std::int32_t(rng() % 2001) - 1000;
+    in.assign(a);
+    ASSERT_EQ(cudaGraphLaunch(exec, ctx.stream()), cudaSuccess);
+    // Uncaptured calls between replays use (and advance) the kept store.
+    canopy::buffer<std::int32_t> other(ctx, n);
+    canopy::inclusive_scan<std::int32_t>(ctx, in.view(), other.view(), canopy::plus<std::int32_t>{});
+    std::vector<std::int32_t> want(n);
+    std::inclusive_scan(a.begin(), a.end(), want.begin());
+    ASSERT_TRUE(out.to_host() == want) << "replay " << replay << ": scan";
+    ASSERT_TRUE(other.to_host() == want) << "replay " << replay << ": uncaptured scan";
+    std::vector<std::int32_t> odd;
+    std::copy_if(a.begin(), a.end(), std::back_inserter(odd), odd_value{});
+    ASSERT_EQ(count.to_host()[0], odd.size()) << "replay " << replay;
+    auto got = kept.to_host();
+    got.resize(odd.size());
+    ASSERT_TRUE(got == odd) << "replay " << replay << ": select";
+  }
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+}
+
 TEST_F(CudaScan, SegmentedLargeMatchesHost) {
   canopy::context& ctx = this->ctx();
   const std::size_t n = (std::size_t(1) << 25) + 3;

@@ -595,6 +595,43 @@ TEST_F(CudaSat, KeptScratchReadsNoStaleWordsAcrossBuildsLayoutsAndEpochWraps) {
   }
 }
 
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+// A summed_area_table build captured into a CUDA graph and replayed over new images: under capture
+// the build must not use the kept scratch's epochs (a replay would reuse the captured one).
+TEST_F(CudaSat, GraphCaptureReplaysWithFreshScratch) {
+  const int w = 1028, h = 700, c = 4;
+  canopy::summed_area_table<std::uint32_t> sat(ctx());
+  canopy::buffer<std::uint8_t> image(ctx(), std::size_t(w) * h * c);
+  image.assign(make_image<std::uint8_t>(w, h, c, distribution::uniform_full, 500));
+  sat.build<std::uint8_t>(image.view(), w, h, c);  // sizes the table and leaves words in the kept scratch
+  ctx().synchronize();
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(ctx().stream(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  sat.build<std::uint8_t>(image.view(), w, h, c);
+  ASSERT_EQ(cudaStreamEndCapture(ctx().stream(), &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int replay = 0; replay < 3; ++replay) {
+    const auto img = make_image<std::uint8_t>(w, h, c, distribution::uniform_full, 600 + replay);
+    image.assign(img);
+    ASSERT_EQ(cudaGraphLaunch(exec, ctx().stream()), cudaSuccess);
+    ctx().synchronize();
+    std::vector<std::uint32_t> got(sat.table().size());
+    ASSERT_EQ(cudaMemcpy(got.data(), sat.table().data(), got.size() * sizeof(std::uint32_t), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    const auto ref = reference_table<std::uint8_t, std::uint32_t>(img, w, h, c, {});
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      if (got[i] != std::uint32_t(ref[i]) && bad++ < 3) ADD_FAILURE() << "replay " << replay << " entry " << i;
+    ASSERT_EQ(bad, 0u) << "replay " << replay;
+    // An uncaptured build between replays uses (and advances) the kept scratch.
+    sat.build<std::uint8_t>(image.view(), w, h, c);
+  }
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+}
+#endif
+
 TEST_F(CudaSat, Rgba8And4096x4096) {
   for (auto a : {canopy::sat_algorithm::single_pass, canopy::sat_algorithm::two_pass}) {
     check_case<std::uint8_t, std::uint32_t>(ctx(), 4096, 4096, 4, a, distribution::uniform_full, 42, 8);

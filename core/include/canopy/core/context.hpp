@@ -111,13 +111,21 @@ class context {
   //! Kernels store 1 into flags[int(check)]; nothing else writes them.
   unsigned* device_check_flags() const noexcept { return check_device_; }
 
+  //! True while the context's stream is being captured into a CUDA graph (cudaStreamIsCapturing;
+  //! false on the host backend). A captured call replays with the arguments it was captured with, so
+  //! state kept between calls with a per-call epoch (keep_tile_descriptors, the SAT's kept scratch)
+  //! is not used under capture: those calls clear a temporary scratch instead, which replays
+  //! correctly.
+  bool stream_capturing() const;
+
   //! Look-back state of canopy's single-pass kernels (scan, select), kept by the context between
   //! calls so that no call has to clear it first (CUDA only; one clear of the whole store when it
   //! grows and when the epoch wraps). Each call gets the next epoch; a kernel tags the descriptors
   //! it publishes with its epoch and reads any other epoch as "not yet published", so words left by
   //! earlier calls are never taken for this call's. Calls are ordered by the stream: a kernel runs
   //! after every earlier call's kernel. Descriptors of 8 and 16 bytes are kept apart, so a word
-  //! is only ever read back in the layout it was written in.
+  //! is only ever read back in the layout it was written in. Not for calls under stream capture
+  //! (stream_capturing): a replayed graph would reuse one epoch.
   struct tile_descriptors {
     void* storage = nullptr;          //!< descriptor_bytes x tiles: zero, or words of earlier epochs
     unsigned* tile_counter = nullptr; //!< zero when the kernel starts; the kernel leaves it zero

@@ -29,7 +29,8 @@ namespace detail {
 //! Tile descriptors and tile counter of one single-pass launch over `tiles` tiles. 8- and 16-byte
 //! descriptors (accumulators of up to 8 bytes) are the context's kept ones with this call's epoch:
 //! no clearing, so no extra operation on the stream before the kernel (a 64 KiB memset cost the
-//! H100 2.7 us of GPU time, session 5). Larger descriptors get a zeroed scratch (epoch 0).
+//! H100 2.7 us of GPU time, session 5). Larger descriptors, and every call made while the stream is
+//! captured into a graph (a replay would reuse the captured epoch), get a zeroed scratch (epoch 0).
 template <class Acc>
 struct single_pass_state {
   buffer<unsigned char> scratch;
@@ -38,7 +39,7 @@ struct single_pass_state {
   unsigned epoch = 0;
 
   single_pass_state(context& ctx, std::size_t tiles) {
-    if constexpr (tile_status_keeps_epochs<Acc>()) {
+    if (tile_status_keeps_epochs<Acc>() && !ctx.stream_capturing()) {
       const context::tile_descriptors kept = ctx.keep_tile_descriptors(tile_status<Acc>::bytes_per_tile, tiles);
       status = kept.storage;
       counter = kept.tile_counter;
