@@ -90,13 +90,20 @@ void* cuda_pool_resource::allocate(std::size_t bytes, stream_t stream) {
   std::uint64_t before = 0, after = 0;
   void* p = nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
-  CANOPY_CUDA_CHECK(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &before));
+  // Under stream capture the allocation becomes a graph memory node and the pool may not be
+  // queried (cudaErrorStreamCaptureUnsupported): the reserve statistics skip such allocations.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CANOPY_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  const bool capturing = capture != cudaStreamCaptureStatusNone;
+  if (!capturing) CANOPY_CUDA_CHECK(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &before));
   CANOPY_CUDA_CHECK(cudaMallocFromPoolAsync(&p, bytes, pool_, stream));
-  CANOPY_CUDA_CHECK(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &after));
   ++stats_.allocations;
-  if (after > before) ++stats_.upstream_allocations;
   stats_.bytes_in_use += bytes;
-  stats_.bytes_reserved = after;
+  if (!capturing) {
+    CANOPY_CUDA_CHECK(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &after));
+    if (after > before) ++stats_.upstream_allocations;
+    stats_.bytes_reserved = after;
+  }
   return p;
 }
 

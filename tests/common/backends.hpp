@@ -71,6 +71,20 @@ void expect_error(F&& statement, std::initializer_list<const char*> fragments) {
   }
 }
 
+#if CANOPY_HAS_CUDA
+//! Ends a stream capture still open when it goes out of scope (a call under capture threw), so the
+//! stream is usable by the tests that follow; clear `stream` once the capture ended normally.
+struct capture_guard {
+  cudaStream_t stream = nullptr;
+  ~capture_guard() {
+    if (stream == nullptr) return;
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamEndCapture(stream, &graph) == cudaSuccess && graph != nullptr) cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+  }
+};
+#endif
+
 //! A host context for the oracle side of GPU-vs-host comparisons.
 inline canopy::context& host_context() {
   static canopy::context ctx(canopy::backend_request::host);

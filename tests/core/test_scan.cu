@@ -474,10 +474,12 @@ TEST_F(CudaScan, GraphCaptureReplaysWithFreshDescriptors) {
   ctx.synchronize();
   cudaGraph_t graph = nullptr;
   ASSERT_EQ(cudaStreamBeginCapture(ctx.stream(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  canopy_test::capture_guard guard{ctx.stream()};  // ends the capture if a call below throws
   EXPECT_TRUE(ctx.stream_capturing());
   canopy::inclusive_scan<std::int32_t>(ctx, in.view(), out.view(), canopy::plus<std::int32_t>{});
   canopy::select_if<std::int32_t>(ctx, in.view(), kept.view(), count.view(), odd_value{});
   ASSERT_EQ(cudaStreamEndCapture(ctx.stream(), &graph), cudaSuccess);
+  guard.stream = nullptr;
   EXPECT_FALSE(ctx.stream_capturing());
   cudaGraphExec_t exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);

@@ -607,8 +607,10 @@ TEST_F(CudaSat, GraphCaptureReplaysWithFreshScratch) {
   ctx().synchronize();
   cudaGraph_t graph = nullptr;
   ASSERT_EQ(cudaStreamBeginCapture(ctx().stream(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  canopy_test::capture_guard guard{ctx().stream()};  // ends the capture if a call below throws
   sat.build<std::uint8_t>(image.view(), w, h, c);
   ASSERT_EQ(cudaStreamEndCapture(ctx().stream(), &graph), cudaSuccess);
+  guard.stream = nullptr;
   cudaGraphExec_t exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
   for (int replay = 0; replay < 3; ++replay) {
