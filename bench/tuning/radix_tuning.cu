@@ -155,7 +155,7 @@ struct sort_case {
         cd::lsd_run_cuda_shaped<K, V, Tile::items, Tile::min_blocks, Tile::variant, Tile::max_bits>(ctx, job);
     });
     int passes = 0;
-    if constexpr (std::is_void_v<Tile>) passes = cd::lsd_pass_count<K, V>(ctx, 0, end_bit, "canopy-radix-tuning");
+    if constexpr (std::is_void_v<Tile>) passes = cd::lsd_passes(0, end_bit);
     else passes = cd::make_digit_plan(0, end_bit, Tile::max_bits).passes;
     const double run_bytes = floor_bytes(passes);  // this run's own floor (fewer passes with wider digits)
     const bool in_alt = passes % 2 == 1;

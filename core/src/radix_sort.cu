@@ -38,7 +38,7 @@ bool sort_keys_impl(context& ctx, span<Key> keys, span<Key> keys_alt, bool alt_i
   job.kind = key_traits<Key>::kind;
   job.first_dst = 1;  // pass 0 never writes over its own input
   detail::lsd_run(ctx, job, function);
-  const bool in_alt = detail::lsd_pass_count<bits_t<Key>, detail::no_value>(ctx, begin_bit, end_bit, function) % 2 == 1;
+  const bool in_alt = detail::lsd_passes(begin_bit, end_bit) % 2 == 1;
   if (in_alt && alt_is_scratch) copy(ctx, span<const Key>(keys_alt), keys);
   return in_alt;
 }
@@ -94,7 +94,7 @@ bool sort_pairs_impl(context& ctx, span<Key> keys, span<Key> keys_alt, span<Valu
   job.kind = key_traits<Key>::kind;
   job.first_dst = 1;
   detail::lsd_run(ctx, job, function);
-  const bool in_alt = detail::lsd_pass_count<bits_t<Key>, V>(ctx, begin_bit, end_bit, function) % 2 == 1;
+  const bool in_alt = detail::lsd_passes(begin_bit, end_bit) % 2 == 1;
   if (in_alt && alt_is_scratch) {
     copy(ctx, span<const Key>(keys_alt), keys);
     copy(ctx, span<const Value>(values_alt), values);

@@ -50,7 +50,7 @@ void gather_index_impl(context& ctx, span<const Key> keys, span<std::uint32_t> g
   require(keys.size() <= 0xffffffffull, function, "keys", "more than 2^32 - 1 keys do not fit a 32-bit index");
   const std::size_t n = keys.size();
   if (n == 0) return;
-  const int passes = detail::lsd_pass_count<bits_t<Key>, std::uint32_t>(ctx, begin_bit, end_bit, function);
+  const int passes = detail::lsd_passes(begin_bit, end_bit);
   if (passes == 0) {
     for_each(ctx, n, iota_fill{gather_index});
     return;

@@ -2,12 +2,12 @@
 // variants, for both backends.
 //
 // Keys travel as raw bits (uint32_t/uint64_t; floats and signed integers reinterpreted), values as
-// uint32_t/uint64_t or no_value. Pass p of P splits on the digit plan's bits (make_digit_plan):
-// 8-bit digits [begin + 8p, min(begin + 8p + 8, end)), or on a CUDA device whose class takes them,
-// 9- and 10-bit digits where those need fewer passes (8-byte keys). The number of passes is
-// lsd_pass_count's, which callers use to choose buffers. Pass 0 reads the caller's input; pass p
-// writes buffer (first_dst + p) & 1 and pass p+1 reads it, so the caller chooses where the result
-// lands. Included by the .cu sources only.
+// uint32_t/uint64_t or no_value. Pass p of P = lsd_passes(begin, end) splits on bits
+// [begin + 8p, min(begin + 8p + 8, end)) on both backends. (lsd_run_cuda_shaped also takes digits
+// of up to 10 bits, fewer passes for 8-byte keys, for canopy-radix-tuning and the tests: they lost
+// on the H100, docs/performance/sort.md, session 5.) Pass 0 reads the caller's input; pass p writes
+// buffer (first_dst + p) & 1 and pass p+1 reads it, so the caller chooses where the result lands.
+// Included by the .cu sources only.
 #pragma once
 
 #include <canopy/core/buffer.hpp>
@@ -63,7 +63,7 @@ inline onesweep::digit_plan make_digit_plan(int begin_bit, int end_bit, int max_
   return plan;
 }
 
-//! Passes of an LSD run with 8-bit digits (the host backend's, and split's single pass).
+//! Passes of an LSD run with 8-bit digits: what lsd_run makes on both backends.
 inline int lsd_passes(int begin_bit, int end_bit) { return make_digit_plan(begin_bit, end_bit, 8).passes; }
 
 inline void check_bit_range(int begin_bit, int end_bit, int key_bits, const char* function) {
@@ -114,13 +114,12 @@ struct onesweep_default {
                                                 : 16;
   static constexpr int min_blocks = keys_only && !(bandwidth_bound && sizeof(K) == 8) ? 3 : 2;
   static constexpr int variant = bandwidth_bound && four_byte && !keys_only ? onesweep::variant::stage_values : 0;
-  //! The widest digit (make_digit_plan): 8 bits on both classes. Digits of up to 10 bits (seven
-  //! passes for 64-bit keys, five for 48-bit) were measured on the H100 at 2^26 and 2^28 and lost:
-  //! a 9-bit pass costs about 10% more than an 8-bit one and a 10-bit pass about 40% more, so 64-bit
-  //! keys broke even and 48-bit keys and u64/u32 pairs got 6-15% slower (docs/performance/sort.md,
-  //! session 5). canopy-radix-tuning sweeps them (shapes labelled digits<=10).
-  static constexpr int max_bits = 8;
-  static constexpr std::size_t block_bytes = onesweep::shape<K, V, items, min_blocks, max_bits>::block_bytes;
+  //! 8-bit digits on both classes. Digits of up to 10 bits (seven passes for 64-bit keys, five for
+  //! 48-bit) were measured on the H100 at 2^26 and 2^28 and lost: a 9-bit pass costs about 10% more
+  //! than an 8-bit one and a 10-bit pass about 40% more, so 64-bit keys broke even and 48-bit keys
+  //! and u64/u32 pairs got 6-15% slower (docs/performance/sort.md, session 5). canopy-radix-tuning
+  //! sweeps them (shapes labelled digits<=10).
+  static constexpr std::size_t block_bytes = onesweep::shape<K, V, items, min_blocks>::block_bytes;
 };
 
 //! The fallback shape of a record type for devices whose per-block shared memory cannot hold the
@@ -136,7 +135,6 @@ struct onesweep_compact {
       int((guaranteed_bytes - probe::counter_bytes - probe::static_bytes) / (std::size_t(probe::threads) * record_bytes));
   static constexpr int min_blocks = 2;
   static constexpr int variant = 0;
-  static constexpr int max_bits = 8;
   static_assert(items >= 1 && onesweep::shape<K, V, items, min_blocks>::block_bytes <= guaranteed_bytes);
 };
 
@@ -302,36 +300,16 @@ void lsd_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) 
   // here reaches the driver).
   if (onesweep_fit_of<K, V>(ctx.device(), function) == onesweep_fit::compact) {
     using C = onesweep_compact<K, V>;
-    lsd_run_cuda_shaped<K, V, C::items, C::min_blocks, C::variant, C::max_bits>(ctx, job);
+    lsd_run_cuda_shaped<K, V, C::items, C::min_blocks, C::variant>(ctx, job);
   } else if (onesweep_regime_of(ctx.device()) == onesweep_regime::bandwidth_bound) {
     using D = onesweep_default<K, V, onesweep_regime::bandwidth_bound>;
-    lsd_run_cuda_shaped<K, V, D::items, D::min_blocks, D::variant, D::max_bits>(ctx, job);
+    lsd_run_cuda_shaped<K, V, D::items, D::min_blocks, D::variant>(ctx, job);
   } else {
     using D = onesweep_default<K, V, onesweep_regime::compute_bound>;
-    lsd_run_cuda_shaped<K, V, D::items, D::min_blocks, D::variant, D::max_bits>(ctx, job);
+    lsd_run_cuda_shaped<K, V, D::items, D::min_blocks, D::variant>(ctx, job);
   }
 }
 #endif
-
-//! The widest digit a run of records (K, V) takes on ctx's backend: 8 bits on the host backend and
-//! in the compact shapes; on a CUDA device, its class's default (onesweep_default::max_bits).
-//! Host-only arithmetic on the context's device facts.
-template <class K, class V>
-int lsd_max_digit_bits(const context& ctx, const char* function) {
-  if (!ctx.is_cuda()) return 8;
-  const device_info& d = ctx.device();
-  if (onesweep_fit_of<K, V>(d, function) == onesweep_fit::compact) return onesweep_compact<K, V>::max_bits;
-  return onesweep_regime_of(d) == onesweep_regime::bandwidth_bound
-             ? onesweep_default<K, V, onesweep_regime::bandwidth_bound>::max_bits
-             : onesweep_default<K, V, onesweep_regime::compute_bound>::max_bits;
-}
-
-//! The number of passes lsd_run makes for records (K, V) over [begin_bit, end_bit) on ctx's
-//! backend: callers choose first_dst and their buffers from its parity.
-template <class K, class V>
-int lsd_pass_count(const context& ctx, int begin_bit, int end_bit, const char* function) {
-  return make_digit_plan(begin_bit, end_bit, lsd_max_digit_bits<K, V>(ctx, function)).passes;
-}
 
 //! Runs the passes of `job` on ctx's backend. n == 0 or an empty bit range does nothing.
 template <class K, class V>
