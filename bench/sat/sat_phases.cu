@@ -120,7 +120,7 @@ struct runner {
     }
     if constexpr (Epoch) {
       // A new epoch per build, the library's rule (advance_epoch).
-      if (k::advance_epoch(epoch, fresh)) CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch, 0, scratch_bytes, s));
+      if (canopy::detail::advance_epoch(epoch, fresh)) CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch, 0, scratch_bytes, s));
       CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch, 0, layout.counter_bytes, s));
     } else {
       CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch, 0, layout.zeroed_bytes, s));

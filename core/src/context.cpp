@@ -163,16 +163,7 @@ context::~context() {
 #endif
 }
 
-bool context::stream_capturing() const {
-#if CANOPY_HAS_CUDA
-  if (!is_cuda()) return false;
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  CANOPY_CUDA_CHECK(cudaStreamIsCapturing(stream_, &status));
-  return status != cudaStreamCaptureStatusNone;  // active, or invalidated (the capture fails anyway)
-#else
-  return false;
-#endif
-}
+bool context::stream_capturing() const { return is_cuda() && canopy::stream_capturing(stream_); }
 
 context::tile_descriptors context::keep_tile_descriptors(std::size_t descriptor_bytes, std::size_t tiles) {
   require(descriptor_bytes == 8 || descriptor_bytes == 16, "canopy::context::keep_tile_descriptors",
@@ -183,7 +174,8 @@ context::tile_descriptors context::keep_tile_descriptors(std::size_t descriptor_
   const std::size_t descriptors = (descriptor_bytes * tiles + 255) / 256 * 256;
   std::lock_guard<std::mutex> lock(kept_mutex_);
   kept_store& k = kept_[descriptor_bytes == 8 ? 0 : 1];
-  if (descriptors + counter_bytes > k.bytes) {
+  const bool grow = descriptors + counter_bytes > k.bytes;
+  if (grow) {
     // Grow by at least half, so that slowly growing sizes do not reallocate every call. The old
     // store is released in stream order (earlier kernels still read it).
     const std::size_t bytes = std::max(descriptors + counter_bytes, k.bytes + k.bytes / 2);
@@ -191,13 +183,8 @@ context::tile_descriptors context::keep_tile_descriptors(std::size_t descriptor_
     if (k.storage) resource_->deallocate(k.storage, k.bytes, stream_);
     k.storage = fresh;
     k.bytes = bytes;
-    k.epoch = max_tile_epoch;  // forces the clear below
   }
-  if (k.epoch >= max_tile_epoch) {
-    CANOPY_CUDA_CHECK(cudaMemsetAsync(k.storage, 0, k.bytes, stream_));
-    k.epoch = 0;
-  }
-  ++k.epoch;
+  if (detail::advance_epoch(k.epoch, grow)) CANOPY_CUDA_CHECK(cudaMemsetAsync(k.storage, 0, k.bytes, stream_));
   unsigned char* base = static_cast<unsigned char*>(k.storage);
   return {base, reinterpret_cast<unsigned*>(base + k.bytes - counter_bytes), k.epoch};
 #else

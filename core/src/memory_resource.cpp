@@ -66,6 +66,17 @@ void host_pool_resource::release() {
   free_.clear();
 }
 
+bool stream_capturing(stream_t stream) {
+#if CANOPY_HAS_CUDA
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  CANOPY_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  return status != cudaStreamCaptureStatusNone;
+#else
+  (void)stream;
+  return false;
+#endif
+}
+
 #if CANOPY_HAS_CUDA
 cuda_pool_resource::cuda_pool_resource(int device) : device_(device) {
   cudaMemPoolProps props = {};
@@ -92,9 +103,7 @@ void* cuda_pool_resource::allocate(std::size_t bytes, stream_t stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   // Under stream capture the allocation becomes a graph memory node and the pool may not be
   // queried (cudaErrorStreamCaptureUnsupported): the reserve statistics skip such allocations.
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  CANOPY_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  const bool capturing = capture != cudaStreamCaptureStatusNone;
+  const bool capturing = stream_capturing(stream);
   if (!capturing) CANOPY_CUDA_CHECK(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &before));
   CANOPY_CUDA_CHECK(cudaMallocFromPoolAsync(&p, bytes, pool_, stream));
   ++stats_.allocations;

@@ -146,7 +146,7 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
       const auto layout = k::scratch_layout::of<Table, C, true>(tiles);
       const bool grow = layout.total_bytes > kept->bytes.capacity();
       kept->bytes.resize_discard(layout.total_bytes);
-      if (k::advance_epoch(kept->epoch, grow))
+      if (detail::advance_epoch(kept->epoch, grow))  // core/detail/kept_epoch.hpp
         CANOPY_CUDA_CHECK(cudaMemsetAsync(kept->bytes.data(), 0, kept->bytes.capacity(), ctx.stream()));
       CANOPY_CUDA_CHECK(cudaMemsetAsync(kept->bytes.data(), 0, layout.counter_bytes, ctx.stream()));
       k::tile_descriptors<Table> d = k::carve_descriptors<Table, C>(kept->bytes.data(), layout);

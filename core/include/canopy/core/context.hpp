@@ -10,6 +10,7 @@
 
 #include <canopy/core/config.hpp>
 #include <canopy/core/error.hpp>
+#include <canopy/core/detail/kept_epoch.hpp>
 #include <canopy/core/memory_resource.hpp>
 
 #include <memory>
@@ -131,7 +132,7 @@ class context {
     unsigned* tile_counter = nullptr; //!< zero when the kernel starts; the kernel leaves it zero
     unsigned epoch = 0;               //!< this call's, in [1, max_tile_epoch]
   };
-  static constexpr unsigned max_tile_epoch = (1u << 30) - 1;
+  static constexpr unsigned max_tile_epoch = detail::kept_epoch_limit - 1;
   //! Storage for `tiles` descriptors of `descriptor_bytes` (8 or 16) and the call's epoch. Allocates
   //! from the context's resource only when the store must grow. Thread-safe.
   tile_descriptors keep_tile_descriptors(std::size_t descriptor_bytes, std::size_t tiles);

@@ -26,6 +26,10 @@ enum class memory_space : std::uint8_t {
 //! "host" or "device".
 const char* to_string(memory_space space) noexcept;
 
+//! True while `stream` is being captured into a CUDA graph (cudaStreamIsCapturing: active, or
+//! invalidated, which fails the capture anyway); false in a build without CUDA.
+bool stream_capturing(stream_t stream);
+
 //! Counters kept by every memory_resource; tests use them to prove reuse.
 struct memory_statistics {
   std::uint64_t allocations = 0;           //!< calls to allocate()

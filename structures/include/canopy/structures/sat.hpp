@@ -39,6 +39,7 @@
 
 #include <canopy/core/buffer.hpp>
 #include <canopy/core/context.hpp>
+#include <canopy/core/detail/kept_epoch.hpp>
 #include <canopy/core/span.hpp>
 
 #include <cstddef>
@@ -149,7 +150,7 @@ namespace detail {
 //! epoch wraps); see detail/sat_kernels.cuh, look_back_protocol::tagged.
 struct sat_kept_scratch {
   explicit sat_kept_scratch(context& ctx) : bytes(ctx, 0) {}
-  static constexpr unsigned epoch_limit = 1u << 30;  //!< epochs are 30 bits of a word's tag
+  static constexpr unsigned epoch_limit = kept_epoch_limit;  //!< detail/kept_epoch.hpp
   buffer<unsigned char> bytes;
   unsigned epoch = 0;  //!< the last build's epoch; 0: none since the last clear
 };

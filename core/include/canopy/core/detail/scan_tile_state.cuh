@@ -7,13 +7,13 @@
 //               relaxed 64-bit store/load publishes/reads both together.
 //   <= 8 bytes: one 16-byte word {value, status}, written and read with single 128-bit accesses
 //               (one transaction on sm_70+; CUB's tile state relies on the same).
-//   In both, the status word carries the call's epoch above the two status bits (context::
-//   keep_tile_descriptors): a descriptor of another epoch reads as invalid, so storage kept from
-//   earlier calls needs no clearing. Epoch 0 is zeroed storage's (a cleared scratch).
 //   larger:     a status word plus separate aggregate and inclusive value slots. The writer stores the
 //               value, fences (__threadfence), then stores the status; the reader loads the status,
 //               fences, then loads the slot that status names (the two slots keep an aggregate read
 //               from being overwritten by the later inclusive value).
+// In the first two layouts the status word carries the call's epoch above the two status bits
+// (context::keep_tile_descriptors, detail/kept_epoch.hpp): a descriptor of another epoch reads as
+// invalid, so storage kept from earlier calls needs no clearing. Epoch 0 is zeroed storage's.
 #pragma once
 
 #include <canopy/core/config.hpp>
@@ -214,7 +214,7 @@ constexpr bool tile_status_keeps_epochs() {
 
 template <class Acc>
 __device__ __forceinline__ tile_status<Acc> make_tile_status(void* storage, std::size_t tiles, unsigned epoch) {
-  if constexpr (sizeof(Acc) <= 8) {
+  if constexpr (tile_status_keeps_epochs<Acc>()) {
     (void)tiles;
     return tile_status<Acc>(storage, epoch);
   } else {

@@ -64,17 +64,6 @@ struct scratch_layout {
   }
 };
 
-//! The epoch of the next build through a kept tagged scratch (last: the previous build's, 0 after a
-//! clear). Returns true when the whole buffer must be cleared first, because it is fresh memory
-//! (`fresh`: it may hold anything) or the epoch would wrap; the epoch then restarts at 1. Only the
-//! tile counter needs clearing otherwise: words of older epochs read as empty.
-inline bool advance_epoch(unsigned& epoch, bool fresh) {
-  const bool clear = fresh || epoch + 1 >= tagged_epoch_limit;
-  if (clear) epoch = 0;
-  ++epoch;
-  return clear;
-}
-
 //! Points the descriptors into `scratch` (layout.total_bytes bytes, aligned at least for Table).
 //! `stamps` is left null.
 template <class Table, int C>
