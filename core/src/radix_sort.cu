@@ -1,10 +1,33 @@
 // Radix sort entry points: argument checks, buffer choice, explicit instantiations.
 #include <canopy/core/detail/radix_engine.cuh>
+#include <canopy/core/detail/radix_hybrid.cuh>
 #include <canopy/core/radix_sort.hpp>
 
 namespace canopy {
 
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+detail::hybrid_testing_hooks& detail::hybrid_testing() {
+  static hybrid_testing_hooks hooks;
+  return hooks;
+}
+#endif
+
 namespace {
+
+//! The LSD run of `job`, or on CUDA for 8-byte keys over 64-bit windows the hybrid sort
+//! (detail/radix_hybrid.cuh), which leaves the result where an LSD run of an even pass count does.
+template <class K, class V>
+void run_sort(context& ctx, const detail::lsd_job<K, V>& job, const char* function) {
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+  if constexpr (sizeof(K) == 8) {
+    if (detail::hybrid_applies<K, V>(ctx, job.n, job.begin_bit, job.end_bit)) {
+      detail::hybrid_run_cuda(ctx, job, function);
+      return;
+    }
+  }
+#endif
+  detail::lsd_run(ctx, job, function);
+}
 
 template <class Key>
 using bits_t = typename key_traits<Key>::bits_type;
@@ -37,7 +60,7 @@ bool sort_keys_impl(context& ctx, span<Key> keys, span<Key> keys_alt, bool alt_i
   job.end_bit = end_bit;
   job.kind = key_traits<Key>::kind;
   job.first_dst = 1;  // pass 0 never writes over its own input
-  detail::lsd_run(ctx, job, function);
+  run_sort(ctx, job, function);
   const bool in_alt = detail::lsd_passes(begin_bit, end_bit) % 2 == 1;
   if (in_alt && alt_is_scratch) copy(ctx, span<const Key>(keys_alt), keys);
   return in_alt;
@@ -93,7 +116,7 @@ bool sort_pairs_impl(context& ctx, span<Key> keys, span<Key> keys_alt, span<Valu
   job.end_bit = end_bit;
   job.kind = key_traits<Key>::kind;
   job.first_dst = 1;
-  detail::lsd_run(ctx, job, function);
+  run_sort(ctx, job, function);
   const bool in_alt = detail::lsd_passes(begin_bit, end_bit) % 2 == 1;
   if (in_alt && alt_is_scratch) {
     copy(ctx, span<const Key>(keys_alt), keys);

@@ -5,11 +5,13 @@
 #include "common/backends.hpp"
 
 #include <canopy/core/detail/radix_engine.cuh>
+#include <canopy/core/detail/radix_hybrid.cuh>
 #include <canopy/core/radix_sort.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -325,6 +327,144 @@ TEST_P(RadixSortTest, DoubleBufferedEndsWhereItSays) {
   }
 }
 
+// 8-byte keys over windows of 8 passes with n >= 2^22 take the hybrid path on CUDA (two LSD
+// passes over the window's top 16 bits, then a segmented sort of the 65536 buckets;
+// detail/radix_hybrid.cuh) or, when a bucket would exceed detail::hybrid_max_bucket keys, its LSD
+// fallback; other windows take the plain LSD run. The bucket bits sit below the highest bit that
+// varies in a sample of the keys, and a key that varies above them (missed by the sample) makes
+// the sort fall back too. Each input below is built for one of these, and
+// on CUDA the test hook reports which one ran. Both backends must match the std::stable_sort
+// reference of (window bits of the key, position): pairs carry the input positions as values.
+namespace {
+enum class wide_path { hybrid, fallback, skipped, lsd };
+struct wide_case {
+  const char* what;
+  int b, e;
+  wide_path expect;
+  std::function<std::uint64_t(std::mt19937_64&, std::size_t)> key;
+};
+
+// Runs `body` with the hybrid sort's fallback word probed on CUDA; returns what it reported: 0
+// buckets sorted, 1 fallback after the bucket passes, 2 fallback predicted by the sample, 7 (the
+// probe's initial value) when no hybrid sort ran. Host: always 7.
+std::uint32_t probe_path(canopy::context& ctx, const std::function<void()>& body) {
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+  if (ctx.is_cuda()) {
+    canopy::buffer<std::uint32_t> probe(ctx, 1);
+    probe.assign(std::vector<std::uint32_t>{7u});
+    struct reset {
+      ~reset() { canopy::detail::hybrid_testing().fallback_probe = nullptr; }
+    } guard;
+    canopy::detail::hybrid_testing().fallback_probe = probe.data();
+    body();
+    return probe.to_host()[0];
+  }
+#endif
+  body();
+  return 7u;
+}
+
+std::uint32_t expected_probe(wide_path p) {
+  switch (p) {
+    case wide_path::hybrid: return 0u;
+    case wide_path::fallback: return 1u;
+    case wide_path::skipped: return 2u;
+    default: return 7u;
+  }
+}
+}  // namespace
+
+TEST_P(RadixSortTest, WideKeysTakeTheHybridPathOrItsFallback) {
+  using u64 = std::uint64_t;
+  const u64 low48 = (u64(1) << 48) - 1;
+  const wide_case cases[] = {
+      {"uniform, 64-bit window", 0, 64, wide_path::hybrid, [](std::mt19937_64& r, std::size_t) { return r(); }},
+      {"top 16 bits from 512 values: buckets of ~8K keys, merged through the alternate buffer", 0, 64,
+       wide_path::hybrid,
+       [=](std::mt19937_64& r, std::size_t) { return (((r() % 512) * 127) << 48) | (r() & low48); }},
+      {"keys below 2^48 in a 64-bit window: buckets from bits [32, 48)", 0, 64, wide_path::hybrid,
+       [=](std::mt19937_64& r, std::size_t) { return r() & low48; }},
+      {"window [2, 62) of keys with bits [44, 62) zero, bits outside random: buckets from bits [28, 44)", 2, 62,
+       wide_path::hybrid, [](std::mt19937_64& r, std::size_t) { return r() & ~(((u64(1) << 18) - 1) << 44); }},
+      {"63-bit Morton-style keys, window [0, 63)", 0, 63, wide_path::hybrid,
+       [](std::mt19937_64& r, std::size_t) { return r() >> 1; }},
+      {"keys below 2^48 but one, not sampled, with bit 60 set: the check falls back", 0, 64, wide_path::fallback,
+       [=](std::mt19937_64& r, std::size_t i) { return (r() & low48) | (i == 12345 ? u64(1) << 60 : 0); }},
+      {"top 16 bits from 128 values: buckets of 32K keys, over the limit", 0, 64, wide_path::fallback,
+       [=](std::mt19937_64& r, std::size_t) { return (((r() % 128) * 509) << 48) | (r() & low48); }},
+      {"half the keys share their top 16 bits: the sample sees it", 0, 64, wide_path::skipped,
+       [=](std::mt19937_64& r, std::size_t i) { return i % 2 ? (u64(0xBEEF) << 48) | (r() & low48) : r(); }},
+      {"all equal", 0, 64, wide_path::skipped, [](std::mt19937_64&, std::size_t) { return u64(0x0123456789ABCDEFull); }},
+      {"window [3, 61)", 3, 61, wide_path::hybrid, [](std::mt19937_64& r, std::size_t) { return r(); }},
+      {"48-bit window, other bits random: 6 passes, plain LSD", 0, 48, wide_path::lsd,
+       [](std::mt19937_64& r, std::size_t) { return r(); }},
+      {"window [16, 64): 6 passes, plain LSD", 16, 64, wide_path::lsd, [](std::mt19937_64& r, std::size_t) { return r(); }},
+      {"window [0, 56): 7 passes, plain LSD", 0, 56, wide_path::lsd, [](std::mt19937_64& r, std::size_t) { return r(); }},
+      {"window [0, 40): 5 passes, plain LSD", 0, 40, wide_path::lsd, [](std::mt19937_64& r, std::size_t) { return r(); }},
+  };
+  const std::size_t n = (std::size_t(1) << 22) + 37;
+  std::uint64_t seed = 5000;
+  for (const wide_case& c : cases) {
+    std::mt19937_64 rng(seed++);
+    std::vector<u64> keys(n);
+    for (std::size_t i = 0; i < n; ++i) keys[i] = c.key(rng, i);
+    const u64 mask = c.e - c.b >= 64 ? ~u64(0) : (u64(1) << (c.e - c.b)) - 1;
+    std::vector<std::uint32_t> order(n);
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::uint32_t x, std::uint32_t y) { return ((keys[x] >> c.b) & mask) < ((keys[y] >> c.b) & mask); });
+    canopy::buffer<u64> dk(ctx(), n);
+    canopy::buffer<std::uint32_t> dv(ctx(), n);
+    dk.assign(keys);
+    std::vector<std::uint32_t> pos(n);
+    std::iota(pos.begin(), pos.end(), 0u);
+    dv.assign(pos);
+    const std::uint32_t path = probe_path(ctx(), [&] {
+      canopy::radix_sort_pairs<u64, std::uint32_t>(ctx(), dk.view(), dv.view(), c.b, c.e);
+    });
+    if (is_cuda()) EXPECT_EQ(path, expected_probe(c.expect)) << c.what << " (0 hybrid, 1 fallback, 2 skipped, 7 LSD)";
+    const auto got_k = dk.to_host();
+    const auto got_v = dv.to_host();
+    for (std::size_t i = 0; i < n; ++i)
+      if (got_v[i] != order[i] || got_k[i] != keys[order[i]]) {
+        ADD_FAILURE() << c.what << ": pairs differ first at " << i << " of " << n;
+        break;
+      }
+    // Keys only, through the double-buffered entry: an even pass count leaves the result in keys.
+    if (c.expect != wide_path::lsd) {
+      canopy::buffer<u64> k0(ctx(), n), k1(ctx(), n);
+      k0.assign(keys);
+      bool alt = true;
+      const std::uint32_t key_path = probe_path(ctx(), [&] {
+        alt = canopy::radix_sort_keys_double_buffered<u64>(ctx(), k0.view(), k1.view(), c.b, c.e);
+      });
+      if (is_cuda()) EXPECT_EQ(key_path, expected_probe(c.expect)) << c.what << " (keys only)";
+      EXPECT_FALSE(alt) << c.what;
+      const auto got = k0.to_host();
+      for (std::size_t i = 0; i < n; ++i)
+        if (got[i] != keys[order[i]]) {
+          ADD_FAILURE() << c.what << ": keys only differ first at " << i << " of " << n;
+          break;
+        }
+    }
+  }
+}
+
+// Signed and floating-point 8-byte keys (the buckets come from the ordered form), 8-byte values.
+TEST_P(RadixSortTest, WideSignedAndFloatKeysAndWideValuesOnTheHybridPath) {
+  const std::size_t n = (std::size_t(1) << 22) + 3;
+  check_keys(ctx(), make_keys<std::int64_t>(n, dist::uniform, 71), "i64 uniform");
+  check_keys(ctx(), make_keys<double>(n, dist::uniform, 72), "f64 uniform");
+  check_keys(ctx(), make_keys<double>(n, dist::few_unique, 73), "f64 few unique");
+  check_pairs<std::int64_t, std::uint64_t>(ctx(), make_keys<std::int64_t>(n, dist::uniform, 74), "i64/u64 uniform");
+  check_pairs<double, std::uint32_t>(ctx(), make_keys<double>(n, dist::low_entropy, 75), "f64/u32 low entropy");
+  // Small magnitudes of both signs: the ordered form's top bits take few values (fallback).
+  std::mt19937_64 rng(76);
+  std::vector<double> small(n);
+  for (auto& x : small) x = double(std::int64_t(rng() % 2001) - 1000) * 0.25;
+  check_pairs<double, std::uint32_t>(ctx(), small, "f64 small magnitudes");
+}
+
 TEST_P(RadixSortTest, RefusesBadArguments) {
   canopy::buffer<std::uint32_t> k(ctx(), 10), v(ctx(), 9), alt(ctx(), 10);
   canopy::buffer<std::uint64_t> k64(ctx(), 10);
@@ -378,6 +518,37 @@ CANOPY_INSTANTIATE_BACKENDS(RadixSortTest);
 
 // GPU only: the CUDA backend against the host backend at 2^28 (u32 keys) and 2^26 (pairs, u64).
 class CudaRadixSortLarge : public canopy_test::CudaTest {};
+
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+// The bucket-size check is exact: a bucket of max_bucket keys is sorted in place, one more key
+// makes the call fall back (the hook lowers the limit to 1000 so that a uniform rest stays far
+// below it).
+TEST_F(CudaRadixSortLarge, HybridBucketLimitIsExact) {
+  using u64 = std::uint64_t;
+  const std::size_t n = std::size_t(1) << 20;
+  struct reset {
+    ~reset() { canopy::detail::hybrid_testing().max_bucket = 0; }
+  } guard;
+  canopy::detail::hybrid_testing().max_bucket = 1000;
+  for (std::size_t big : {std::size_t(1000), std::size_t(1001)}) {
+    std::mt19937_64 rng(600 + big);
+    std::vector<u64> keys(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      u64 top = rng() >> 48;
+      if (top == 0x1234) top = 0x1235;
+      keys[i] = (i < big ? u64(0x1234) << 48 : top << 48) | (rng() >> 16);
+    }
+    std::shuffle(keys.begin(), keys.end(), rng);
+    canopy::buffer<u64> d(*ctx_, n);
+    d.assign(keys);
+    const std::uint32_t path = probe_path(*ctx_, [&] { canopy::radix_sort_keys<u64>(*ctx_, d.view()); });
+    EXPECT_EQ(path, big == 1000 ? 0u : 1u) << "bucket of " << big << " keys";
+    std::sort(keys.begin(), keys.end());
+    EXPECT_TRUE(d.to_host() == keys) << "bucket of " << big << " keys";
+  }
+}
+#endif
+
 
 TEST_F(CudaRadixSortLarge, U32KeysAt2To28MatchHost) {
   const std::size_t n = std::size_t(1) << 28;

@@ -1,4 +1,4 @@
-// canopy/core/radix_sort.hpp — stable LSD radix sort of keys and key/value pairs.
+// canopy/core/radix_sort.hpp — stable radix sort of keys and key/value pairs.
 //
 // Keys are sorted by bits [begin_bit, end_bit) of their ordered-unsigned form (key_traits.hpp):
 // integers in numeric order; floats in IEEE-754 total order, -NaN < -inf < ... < -0.0 < +0.0 < ...
@@ -11,6 +11,16 @@
 // every pass's digits, decoupled look-back over per-tile digit counts, warp-level match ranking);
 // nothing synchronises the stream. Host backend: oneTBB-parallel LSD with the same passes.
 //
+// 8-byte keys over windows of 57 to 64 bits (8 passes) on CUDA, from 2^22 keys (and, with values,
+// up to 218 M pairs with 4-byte values, 151 M with 8-byte ones): a hybrid instead
+// (detail/radix_hybrid.cuh). A one-block sample places 16 bucket bits just below the highest window
+// bit that varies; two LSD passes put the keys in bucket order; each bucket (65536) is then sorted by
+// a thread block in shared memory (segmented_sort). 3 instead of 8 trips through memory: 1.3-1.45x
+// CUB on uniform u64 keys where LSD gives 1.08x (H100, docs/performance/sort.md). The result is the
+// same (stable, in the same buffer). Inputs whose buckets would be too large for one block (more
+// than 16384 keys: few distinct values, skewed high bits) fall back to the LSD passes without
+// synchronising: when the sample sees the skew the bucket passes are skipped (about 0.99x CUB at
+// 2^26), otherwise the fallback follows them (about 0.75x CUB at 2^26).
 // Keys: uint32_t, int32_t, float, uint64_t, int64_t, double. Values: the same six types.
 // The CUDA backend handles n < 2^30 elements per call (larger n is refused with invalid_argument).
 // CUDA tile shapes follow the device class (docs/performance/sort.md) and must fit the device's
@@ -29,7 +39,9 @@ namespace canopy {
 
 //! Sorts keys in place. Temporary memory: n keys, plus on CUDA 0.09 to 0.17 bytes per key per pass
 //! of look-back state (1 KiB per tile of 384 x items records: 11520 to 6144 with the default
-//! shapes, split.hpp; up to 0.55 with a compact shape) and 1 KiB of digit histogram per pass.
+//! shapes, split.hpp; up to 0.55 with a compact shape) and 1 KiB of digit histogram per pass; the
+//! hybrid path adds about 1.6 MiB (bucket offsets, the segmented sort's lists) and holds the
+//! state of both its runs.
 //! begin_bit/end_bit: 0 ≤ begin_bit ≤ end_bit ≤ key width (else invalid_argument).
 template <class Key>
 void radix_sort_keys(context& ctx, span<Key> keys, int begin_bit = 0, int end_bit = int(sizeof(Key) * 8));
@@ -42,7 +54,8 @@ void radix_sort_pairs(context& ctx, span<Key> keys, span<Value> values, int begi
 
 //! Double-buffered sort (like CUB's DoubleBuffer): the input is in `keys`, `keys_alt` (same length,
 //! contents overwritten) is the other buffer; the sorted result ends in `keys_alt` when this returns
-//! true, else in `keys`. No final copy; temporary memory is only the look-back state.
+//! true, else in `keys`. No final copy; temporary memory is only the look-back state (and about
+//! 1.6 MiB on the hybrid path, which merges large buckets through `keys_alt`).
 template <class Key>
 bool radix_sort_keys_double_buffered(context& ctx, span<Key> keys, span<Key> keys_alt, int begin_bit = 0,
                                      int end_bit = int(sizeof(Key) * 8));

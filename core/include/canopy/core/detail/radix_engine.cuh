@@ -36,6 +36,14 @@ struct lsd_job {
   key_kind kind = key_kind::unsigned_integer;
   int first_dst = 0;
   bool keep_keys = true;  //!< false: the last pass need not write keys
+  //! CUDA only. Non-null: every kernel of the run does nothing unless *run_if != 0 at the time it
+  //! runs (a device word set by earlier work on the stream); the look-back state is then cleared
+  //! by a kernel under the same condition instead of a memset. Used by the hybrid sort's fallback
+  //! (radix_hybrid.cuh), which must not synchronise to learn whether it is needed.
+  const std::uint32_t* run_if = nullptr;
+  //! CUDA only. Non-null: every digit is taken *shift_base bits higher than the plan of
+  //! [begin_bit, end_bit) says (a device word; the caller keeps the digits inside the key).
+  const int* shift_base = nullptr;
 };
 
 //! The digits of an LSD run over bits [begin_bit, end_bit) with digits of at most `max_bits` (8 to
@@ -212,11 +220,12 @@ struct pass_kernels {
       allow_pass_shared_memory<K, V, Items, MinBlocks, digit_word::high, Variant, Bits>(device);
     }
   }
-  //! Launches pass `a` (its shift relative to the whole key) on the kernel for its digit's word.
+  //! Launches pass `a` (its shift relative to the whole key) on the kernel for its digit's word;
+  //! a digit placed on the device (shift_base) may lie anywhere, so it takes the whole-key kernel.
   void launch(onesweep::pass_args<K, V> a, int bits, unsigned tiles, cudaStream_t stream) const {
     kernel_t kernel = whole;
-    if (words && a.shift >= 32) kernel = high, a.shift -= 32;
-    else if (words && a.shift + bits <= 32) kernel = low;
+    if (words && a.shift_base == nullptr && a.shift >= 32) kernel = high, a.shift -= 32;
+    else if (words && a.shift_base == nullptr && a.shift + bits <= 32) kernel = low;
     kernel<<<tiles, onesweep::shape<K, V, Items, MinBlocks, Bits>::threads, smem_bytes, stream>>>(a);
     CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::onesweep_pass_kernel");
   }
@@ -232,7 +241,8 @@ void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   const std::uint32_t n = std::uint32_t(job.n);
   const std::size_t tiles = (job.n + S::tile - 1) / S::tile;
   // Layout: hist/offsets [total_bins], tile counters [passes] (padded to 32), look-back
-  // [tiles][total_bins] (pass p's rows at tiles * offset[p]); one memset clears all of it.
+  // [tiles][total_bins] (pass p's rows at tiles * offset[p]); one memset (or, for a gated run,
+  // one gated kernel) clears all of it.
   const std::size_t hist_words = std::size_t(plan.total_bins);
   const std::size_t counter_words = 32 * ((plan.passes + 31) / 32);
   const std::size_t lookback_words = tiles * std::size_t(plan.total_bins);
@@ -240,16 +250,22 @@ void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   std::uint32_t* hist = state.data();
   std::uint32_t* counters = hist + hist_words;
   std::uint32_t* lookback = counters + counter_words;
-  CANOPY_CUDA_CHECK(cudaMemsetAsync(state.data(), 0, state.size() * 4, ctx.stream()));
-
   const int sms = std::max(ctx.device().multiprocessors, 1);
+  if (job.run_if == nullptr) {
+    CANOPY_CUDA_CHECK(cudaMemsetAsync(state.data(), 0, state.size() * 4, ctx.stream()));
+  } else {
+    const std::size_t blocks = std::min<std::size_t>((state.size() + 255) / 256, std::size_t(sms) * 8);
+    os::clear_words_kernel<<<unsigned(blocks), 256, 0, ctx.stream()>>>(state.data(), state.size(), job.run_if);
+    CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::clear_words_kernel");
+  }
   // At most four blocks per SM (all resident at 48 registers); each thread takes hist_vectors 16-byte vectors per step.
   const std::size_t hist_keys_per_block = std::size_t(os::hist_threads) * os::hist_vectors * (16 / sizeof(K));
   const unsigned hist_blocks =
       unsigned(std::max<std::size_t>(1, std::min<std::size_t>((job.n + hist_keys_per_block - 1) / hist_keys_per_block, std::size_t(sms) * 4)));
-  os::digit_histogram_kernel<K><<<hist_blocks, os::hist_threads, 0, ctx.stream()>>>(job.keys_in, n, plan, job.kind, hist);
+  os::digit_histogram_kernel<K><<<hist_blocks, os::hist_threads, 0, ctx.stream()>>>(job.keys_in, n, plan, job.kind, hist,
+                                                                                   job.run_if, job.shift_base);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::digit_histogram_kernel");
-  os::digit_offsets_kernel<<<plan.passes, os::offsets_threads, 0, ctx.stream()>>>(hist, plan);
+  os::digit_offsets_kernel<<<plan.passes, os::offsets_threads, 0, ctx.stream()>>>(hist, plan, job.run_if);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::digit_offsets_kernel");
 
   const int device = ctx.device().ordinal;
@@ -273,6 +289,8 @@ void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
     a.digit_offsets = hist + plan.offset[p];
     a.lookback = lookback + tiles * std::size_t(plan.offset[p]);
     a.tile_counter = counters + p;
+    a.run_if = job.run_if;
+    a.shift_base = job.shift_base;
     const int bits = plan.bits[p];
     if constexpr (MaxBits >= 9) {
       if (bits == 9) {
@@ -317,6 +335,8 @@ void lsd_run(context& ctx, const lsd_job<K, V>& job, const char* function) {
   // The CUDA pass kernel of a keys-only job always writes keys: only pairs may drop them.
   if constexpr (std::is_same_v<V, no_value>) require(job.keep_keys, function, "keys", "internal: a keys-only job must keep its keys");
   if (job.n == 0 || job.end_bit <= job.begin_bit) return;
+  require((job.run_if == nullptr && job.shift_base == nullptr) || ctx.is_cuda(), function, "keys",
+          "internal: gated or shifted LSD runs are CUDA only");
   if (ctx.is_cuda()) {
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
     lsd_run_cuda(ctx, job, function);

@@ -142,7 +142,26 @@ struct pass_args {
   const std::uint32_t* digit_offsets; //!< [256] exclusive global start of each digit in this pass
   std::uint32_t* lookback;            //!< [tiles][256], zeroed before the pass
   std::uint32_t* tile_counter;        //!< zeroed before the pass
+  //! Non-null: the pass does nothing unless *run_if != 0 (a device word written by an earlier
+  //! kernel on the stream: the hybrid sort's fallback, radix_hybrid.cuh).
+  const std::uint32_t* run_if = nullptr;
+  //! Non-null: the digit is taken at shift + *shift_base (a device word: the hybrid sort places
+  //! its bucket digits where the keys' bits vary, radix_hybrid.cuh). Whole-key kernels of 8-byte
+  //! keys only (pass_kernels::launch picks them for such passes).
+  const int* shift_base = nullptr;
 };
+
+//! Whether a kernel gated by `run_if` (null: always) is to run. Read by every thread, so no
+//! barrier is skipped by part of a block.
+__device__ __forceinline__ bool gated_off(const std::uint32_t* run_if) { return run_if != nullptr && *run_if == 0u; }
+
+//! Zeroes words [0, count) when `run_if` says so: the state clear of a gated LSD run (a memset
+//! cannot depend on device data).
+static __global__ void clear_words_kernel(std::uint32_t* words, std::size_t count, const std::uint32_t* run_if) {
+  if (gated_off(run_if)) return;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count; i += std::size_t(gridDim.x) * blockDim.x)
+    words[i] = 0u;
+}
 
 __device__ __forceinline__ std::uint32_t load_relaxed(const std::uint32_t* p) {
   std::uint32_t v;
@@ -233,6 +252,7 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
   __shared__ std::uint32_t s_warp_sums[L::word_span][L::scan_threads / 32];
   __shared__ std::uint32_t s_tile;
 
+  if (gated_off(a.run_if)) return;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   if (tid == 0) s_tile = atomicAdd(a.tile_counter, 1u);
   for (int i = tid; i < warps * L::words; i += threads) counters[i] = 0;
@@ -241,7 +261,13 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
   const std::uint32_t tile_base = tile * tile_size;
   const std::uint32_t tile_n = min(std::uint32_t(tile_size), a.n - tile_base);
   const bool full_tile = tile_n == std::uint32_t(tile_size);
-  const int shift = a.shift;
+  // Only whole-key kernels of 8-byte keys take digits placed on the device (the hybrid sort's);
+  // every other kernel compiles without the extra load and add (they cost spills in the word
+  // kernels, ptxas sm_90).
+  int shift = a.shift;
+  if constexpr (sizeof(K) == 8 && W == digit_word::whole) {
+    if (a.shift_base != nullptr) shift += *a.shift_base;
+  }
   const std::uint32_t mask = a.mask;
 
   // Warp-striped load: warp w owns positions [w*items*32, (w+1)*items*32) of the tile.
@@ -513,7 +539,15 @@ __device__ __forceinline__ void count_digits(std::uint32_t* s_hist, const K (&k)
 
 template <class K>
 __global__ void __launch_bounds__(hist_threads) digit_histogram_kernel(const K* keys, std::uint32_t n, digit_plan plan,
-                                                                       key_kind kind, std::uint32_t* hist) {
+                                                                       key_kind kind, std::uint32_t* hist,
+                                                                       const std::uint32_t* run_if,
+                                                                       const int* shift_base) {
+  if (gated_off(run_if)) return;
+  if (shift_base != nullptr) {
+    const int base = *shift_base;
+#pragma unroll
+    for (int p = 0; p < max_passes; ++p) plan.shift[p] += base;
+  }
   constexpr int per = 16 / sizeof(K);
   __shared__ std::uint32_t s_hist[max_plan_bins];
   for (int i = threadIdx.x; i < plan.total_bins; i += blockDim.x) s_hist[i] = 0;
@@ -555,7 +589,9 @@ __global__ void __launch_bounds__(hist_threads) digit_histogram_kernel(const K* 
 //! In place, one block per pass: pass p's digit counts -> exclusive digit offsets (a block scan
 //! over up to 1024 bins).
 constexpr int offsets_threads = 1024;
-static __global__ void __launch_bounds__(offsets_threads) digit_offsets_kernel(std::uint32_t* hist, digit_plan plan) {
+static __global__ void __launch_bounds__(offsets_threads) digit_offsets_kernel(std::uint32_t* hist, digit_plan plan,
+                                                                                      const std::uint32_t* run_if) {
+  if (gated_off(run_if)) return;
   __shared__ std::uint32_t s_warp[offsets_threads / 32];
   const int p = blockIdx.x, t = threadIdx.x, lane = t & 31, warp = t >> 5;
   const int bins = plan.bins[p];

@@ -35,7 +35,8 @@ struct segsort_tuning {
 //! `Tune` (segsort_tuning's members) is a parameter so that benchmarks can compare bin layouts.
 template <class Key, class Value, bool HasValues, class Tune = segsort_tuning<Key, Value, HasValues>, class Comp>
 void segmented_sort_cuda(const char* function, context& ctx, Key* keys, Value* values, std::size_t n,
-                         const std::uint32_t* offsets, std::size_t segments, Comp comp, offsets_check check) {
+                         const std::uint32_t* offsets, std::size_t segments, Comp comp, offsets_check check,
+                         Key* tmp_keys = nullptr, Value* tmp_values = nullptr) {
   using tune = Tune;
   cudaStream_t stream = ctx.stream();
   segsort_bin_bounds bounds{};
@@ -111,10 +112,14 @@ void segmented_sort_cuda(const char* function, context& ctx, Key* keys, Value* v
     CANOPY_CUDA_CHECK_LAUNCH("canopy::segmented_sort (bin 4)");
   }
   if (capacity[5]) {
-    buffer<Key> tmp_k(ctx, n);
-    buffer<Value> tmp_v(ctx, HasValues ? n : 0);
+    // Large segments merge through a copy of n keys (and values): the caller's (tmp_keys /
+    // tmp_values: n elements each, not overlapping keys/values) or a temporary one.
+    buffer<Key> tmp_k(ctx, tmp_keys != nullptr ? 0 : n);
+    buffer<Value> tmp_v(ctx, HasValues && tmp_values == nullptr ? n : 0);
+    Key* tk = tmp_keys != nullptr ? tmp_keys : tmp_k.data();
+    Value* tv = tmp_values != nullptr ? tmp_values : tmp_v.data();
     segsort_large_kernel<Key, Value, HasValues, tune::g4, tune::i4>
-        <<<grid(capacity[5], 1), tune::g4, 0, stream>>>(keys, values, tmp_k.data(), tmp_v.data(), n, offsets,
+        <<<grid(capacity[5], 1), tune::g4, 0, stream>>>(keys, values, tk, tv, n, offsets,
                                                        l + list_base[5], c + 5, comp);
     CANOPY_CUDA_CHECK_LAUNCH("canopy::segmented_sort (large segments)");
   }

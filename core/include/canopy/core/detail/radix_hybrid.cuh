@@ -1,0 +1,274 @@
+// canopy/core/detail/radix_hybrid.cuh — radix sort of 8-byte keys on CUDA as two LSD passes over
+// 16 bucket bits at the top of where the keys vary, then one segmented sort of the buckets.
+//
+// Why: an LSD pass over 8-byte keys reads and writes 16 bytes per key (24 with a 4-byte value),
+// and a 64-bit window takes eight of them. Sorting by 16 high bits first (two passes) leaves
+// 65536 buckets in order; each bucket then only needs sorting by the bits below, which a block
+// does in shared memory in one read and one write (segmented_sort, bins by size). That is 3
+// instead of 8 (64-bit windows) or 6 (48-bit) round trips through memory when the bucket bits
+// spread the keys (after Stehle & Jacobsen 2017, who sort buckets locally once MSD passes have
+// made them small). Measured in docs/performance/sort.md.
+//
+// Steps, all on the context's stream, none synchronising:
+//   1. bucket_plan_kernel (one block): the bucket bits are the 16 below the highest window bit
+//      that varies in a sample of the keys (bits every key shares split nothing); a sample that
+//      piles up in one bucket (heavy skew) turns the hybrid off at once (steps 2, 3, 5 do nothing).
+//   2. Two LSD passes over those bits (digits placed on the device, lsd_job::shift_base): the
+//      keys (and values) end in the caller's buffers, in bucket order, stable.
+//   3. bucket_bounds_kernel: offsets[u] = first position of a bucket >= u (65537 words, each
+//      written once), and two checks: every key shares the bits above the buckets, and no bucket
+//      holds more than hybrid_max_bucket keys (skewed inputs: few distinct values, many keys
+//      sharing their high bits).
+//   4. bucket_guard_kernel (one block): if step 1 turned the hybrid off or a check of step 3
+//      failed, it zeroes every offset, so that step 5 finds only empty segments, and raises the
+//      fallback word.
+//   5. Segmented sort of the buckets by the window (stable; large buckets merge through the
+//      alternate buffers).
+//   6. Fallback: the plain LSD run over the whole window, gated on that word (its kernels exit at
+//      once when the word is 0), from the bucket-sorted keys. Stable either way, and the result is
+//      in the caller's buffers in both cases, as it is for a plain LSD run of an even pass count.
+// Taken only where hybrid_applies says; included by radix_sort.cu only.
+#pragma once
+
+#include <canopy/core/detail/radix_engine.cuh>
+#include <canopy/core/segmented_sort.hpp>
+
+#include <cstdint>
+#include <type_traits>
+
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+
+namespace canopy::detail {
+
+constexpr int hybrid_top_bits = 16;
+constexpr std::uint32_t hybrid_buckets = 1u << hybrid_top_bits;
+//! Below this many keys the plain LSD run is used: on an H100 LSD was faster at 2^21 keys (0.177
+//! against 0.199 ms) and slower at 2^22 (0.347 against 0.293 ms), docs/performance/sort.md.
+constexpr std::size_t hybrid_min_keys = std::size_t(1) << 22;
+//! Largest bucket the segmented sort is given; larger ones make the whole call fall back to LSD
+//! (a bucket is sorted by one thread block, so a few huge ones would serialise the sort; buckets
+//! of 32K keys were measured slower than the fallback, 8K ones about as fast as LSD).
+constexpr std::uint32_t hybrid_max_bucket = 16384;
+
+//! Test hooks (core/src/radix_sort.cu). fallback_probe (a device word): every hybrid sort also
+//! writes there how it ended (0: buckets sorted; 1: fallback after the bucket passes; 2: fallback
+//! predicted by the sample, bucket passes skipped), so that tests can check which regime an input
+//! took. max_bucket / min_keys: when nonzero, replace hybrid_max_bucket / hybrid_min_keys (tests
+//! and measurements; min_keys is not taken below 2^17, where the sample would overlap).
+struct hybrid_testing_hooks {
+  std::uint32_t* fallback_probe = nullptr;
+  std::uint32_t max_bucket = 0;
+  std::size_t min_keys = 0;
+};
+hybrid_testing_hooks& hybrid_testing();
+
+//! Whether radix sort takes the hybrid path for n keys of type K (values V) over [begin_bit,
+//! end_bit): CUDA, 8-byte keys, windows of 8 passes (57-64 bits; a 48-bit window saves too few
+//! passes: measured no better), n >= hybrid_min_keys, and n small enough that the mean bucket
+//! (n / 65536) fits the segmented sort's largest one-block tile (4352 keys, 3328 key/u32 pairs,
+//! 2304 key/u64 pairs); larger buckets merge in several passes and lose to LSD (measured).
+template <class K, class V>
+bool hybrid_applies(const context& ctx, std::size_t n, int begin_bit, int end_bit) {
+  if (!ctx.is_cuda() || sizeof(K) != 8) return false;
+  constexpr bool has_values = !std::is_same_v<V, no_value>;
+  using tune = segsort_tuning<K, std::conditional_t<has_values, V, merge_no_value>, has_values>;
+  const std::size_t largest_tile = tune::upper[segsort_bins - 2];
+  const std::size_t min_keys =
+      hybrid_testing().min_keys != 0 ? std::max(hybrid_testing().min_keys, std::size_t(1) << 17) : hybrid_min_keys;
+  return lsd_passes(begin_bit, end_bit) == 8 && n >= min_keys && n <= onesweep::max_elements &&
+         n <= std::size_t(hybrid_buckets) * largest_tile;
+}
+
+//! Orders keys by the ordered form of their window bits (the comparator of step 5; within a bucket
+//! only the bits below the bucket bits differ).
+template <class K>
+struct hybrid_window_less {
+  K mask;
+  key_kind kind;
+  __device__ __forceinline__ bool operator()(K x, K y) const {
+    return (to_ordered_bits(x, kind) & mask) < (to_ordered_bits(y, kind) & mask);
+  }
+};
+
+//! Bits [lo, hi) set (0 <= lo <= hi <= 64).
+__device__ __forceinline__ std::uint64_t bit_range(int lo, int hi) {
+  const std::uint64_t below_hi = hi >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << hi) - 1;
+  const std::uint64_t below_lo = lo >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << lo) - 1;
+  return below_hi & ~below_lo;
+}
+
+//! Step 1, one block of plan_threads, over plan_samples keys spread over the input (one in each
+//! stretch of n / plan_samples keys, at a hashed place):
+//! - where the 16 bucket bits go. Bits of the window that are the same in every key cannot split
+//!   anything (keys below 2^48 in a 64-bit window, say), so the buckets take the 16 bits below the
+//!   highest bit that varies in the sample: *shift = max(begin_bit, top varying bit + 1 - 16). A
+//!   sample can miss a bit that varies in few keys; step 3 checks every key and raises *bad then.
+//! - whether to try the buckets at all: *hybrid_on = 0 when some bucket (of plan_hash_bins
+//!   hashed ones, which can only add up) holds at least plan_skew_samples samples and so an
+//!   estimated n * count / plan_samples > plan_skew_keys keys: far beyond hybrid_max_bucket, so
+//!   the guard would fall back anyway, and the two bucket passes are skipped. Uniform keys put at
+//!   most about a dozen samples in a hashed bin. Heavy skew (a few values, or many keys sharing
+//!   their high bits) is caught here; milder skew by the guard, after the bucket passes.
+//! Also clears *bad.
+constexpr int plan_threads = 1024;
+constexpr std::uint32_t plan_samples = 16384;
+constexpr int plan_hash_bins = 8192;
+constexpr std::uint32_t plan_skew_samples = 32;
+constexpr std::uint64_t plan_skew_keys = 8ull * hybrid_max_bucket;
+template <class K>
+__global__ void __launch_bounds__(plan_threads) bucket_plan_kernel(const K* keys, std::uint32_t n, int begin_bit,
+                                                                  int end_bit, key_kind kind, int* shift,
+                                                                  std::uint32_t* hybrid_on, std::uint32_t* bad) {
+  constexpr int per = plan_samples / plan_threads;
+  __shared__ K s_any[plan_threads / 32], s_all[plan_threads / 32];
+  __shared__ std::uint32_t s_bins[plan_hash_bins];
+  __shared__ int s_shift;
+  for (int i = threadIdx.x; i < plan_hash_bins; i += plan_threads) s_bins[i] = 0;
+  K o[per];
+  K any = 0, all = ~K(0);
+  const std::uint32_t stride = n / plan_samples;  // >= 8 (n >= 2^17, hybrid_applies)
+#pragma unroll
+  for (int j = 0; j < per; ++j) {
+    // Sample s of stride s * stride + h(s) % stride: jittered, so that no period of the input
+    // (every 1024th key alike, say) lines up with the samples.
+    const std::uint32_t sample = threadIdx.x + j * plan_threads;
+    const std::uint32_t jitter = ((sample + 1) * 0x9E3779B1u) % stride;
+    o[j] = to_ordered_bits(keys[std::size_t(sample) * stride + jitter], kind);
+    any |= o[j];
+    all &= o[j];
+  }
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) {
+    any |= __shfl_xor_sync(0xffffffffu, any, d);
+    all &= __shfl_xor_sync(0xffffffffu, all, d);
+  }
+  if ((threadIdx.x & 31) == 0) s_any[threadIdx.x / 32] = any, s_all[threadIdx.x / 32] = all;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < plan_threads / 32; ++w) any |= s_any[w], all &= s_all[w];
+    const std::uint64_t varying = std::uint64_t(any ^ all) & bit_range(begin_bit, end_bit);
+    const int top = varying != 0 ? 63 - __clzll(static_cast<long long>(varying)) : -1;
+    s_shift = max(begin_bit, top + 1 - hybrid_top_bits);
+  }
+  __syncthreads();
+  const int sh = s_shift;
+  std::uint32_t most = 0;
+#pragma unroll
+  for (int j = 0; j < per; ++j) {
+    const std::uint32_t bucket = std::uint32_t(o[j] >> sh) & (hybrid_buckets - 1);
+    const std::uint32_t count = atomicAdd(&s_bins[(bucket * 0x9E3779B1u) >> 19], 1u) + 1;  // top 13 bits
+    most = max(most, count);
+  }
+  const bool skewed = __syncthreads_or(most >= plan_skew_samples &&
+                                       std::uint64_t(most) * n > plan_skew_keys * plan_samples) != 0;
+  if (threadIdx.x == 0) {
+    *shift = sh;
+    *hybrid_on = skewed ? 0u : 1u;
+    *bad = 0u;
+  }
+}
+
+//! Step 3 (nothing when step 1 turned the hybrid off). Thread i in [0, n] writes offsets[u] = i
+//! for every bucket u in (top(i - 1), top(i)], with top(-1) = -1 and top(n) = 65536, so each of
+//! the 65537 words is written once. Two checks raise *bad (one store per block that finds
+//! something, and only while *bad is still 0):
+//! - a key that differs from the first one on the window's bits above the buckets (the sample
+//!   missed a varying bit: the buckets are not in order);
+//! - a bucket of more than max_bucket keys: the thread at its end (where top changes) finds key
+//!   i - 1 - max_bucket in the same bucket (the keys are in bucket order).
+template <class K>
+__global__ void __launch_bounds__(256) bucket_bounds_kernel(const K* keys, std::uint32_t n, const int* shift_word,
+                                                            const std::uint32_t* hybrid_on, int end_bit, key_kind kind,
+                                                            std::uint32_t max_bucket, std::uint32_t* offsets,
+                                                            std::uint32_t* bad) {
+  if (*hybrid_on == 0u) return;
+  const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  const int shift = *shift_word;
+  const auto top = [&](K o) { return int((o >> shift) & K(hybrid_buckets - 1)); };
+  bool wrong = false;
+  if (i <= n) {
+    const K here = i < n ? to_ordered_bits(keys[i], kind) : K(0);
+    const int hi = i < n ? top(here) : int(hybrid_buckets);
+    const int lo = i == 0 ? -1 : top(to_ordered_bits(keys[i - 1], kind));
+    for (int u = lo + 1; u <= hi; ++u) offsets[u] = i;
+    if (i < n && shift + hybrid_top_bits < end_bit)
+      wrong = ((here ^ to_ordered_bits(keys[0], kind)) & K(bit_range(shift + hybrid_top_bits, end_bit))) != 0;
+    if (lo != hi && lo >= 0 && i - 1 >= max_bucket)
+      wrong |= top(to_ordered_bits(keys[i - 1 - max_bucket], kind)) == lo;
+  }
+  if (__syncthreads_or(wrong) && threadIdx.x == 0 && atomicOr(bad, 0u) == 0u) atomicExch(bad, 1u);
+}
+
+//! Step 4, one block of guard_threads: fallback[0] = 1 and every offset zeroed when step 1 turned
+//! the hybrid off or step 3 raised *bad; else fallback[0] = 0.
+constexpr int guard_threads = 1024;
+static __global__ void __launch_bounds__(guard_threads)
+    bucket_guard_kernel(std::uint32_t* offsets, const std::uint32_t* hybrid_on, const std::uint32_t* bad,
+                        std::uint32_t* fallback, std::uint32_t* probe) {
+  const bool off = *hybrid_on == 0u;
+  const bool fall_back = off || *bad != 0u;
+  if (fall_back)
+    for (std::uint32_t u = threadIdx.x; u <= hybrid_buckets; u += guard_threads) offsets[u] = 0;
+  if (threadIdx.x == 0) {
+    fallback[0] = fall_back ? 1u : 0u;
+    if (probe != nullptr) probe[0] = off ? 2u : fall_back ? 1u : 0u;
+  }
+}
+
+//! The hybrid sort of `job` (keys_in == keys[0], vals_in == vals[0] for pairs, first_dst == 1):
+//! the result lands in keys[0] / vals[0]. Requires hybrid_applies.
+template <class K, class V>
+void hybrid_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) {
+  static_assert(sizeof(K) == 8, "the hybrid path is for 8-byte keys");
+  constexpr bool has_values = !std::is_same_v<V, no_value>;
+  require(job.keys_in == job.keys[0] && job.first_dst == 1 && job.keep_keys && job.run_if == nullptr &&
+              (!has_values || job.vals_in == job.vals[0]),
+          function, "keys", "internal: the hybrid sort works in place on keys[0]");
+  buffer<std::uint32_t> meta(ctx, hybrid_buckets + 5);  // offsets [65537], fallback, shift, on, bad
+  std::uint32_t* offsets = meta.data();
+  std::uint32_t* fallback = offsets + hybrid_buckets + 1;
+  int* shift = reinterpret_cast<int*>(fallback + 1);
+  std::uint32_t* hybrid_on = fallback + 2;
+  std::uint32_t* bad = fallback + 3;
+  const std::uint32_t n = std::uint32_t(job.n);
+  bucket_plan_kernel<K><<<1, plan_threads, 0, ctx.stream()>>>(job.keys[0], n, job.begin_bit, job.end_bit, job.kind,
+                                                              shift, hybrid_on, bad);
+  CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::bucket_plan_kernel");
+
+  // Two passes over bits [*shift, *shift + 16), unless step 1 turned the hybrid off: back in
+  // keys[0] / vals[0].
+  lsd_job<K, V> top = job;
+  top.begin_bit = 0;
+  top.end_bit = hybrid_top_bits;
+  top.shift_base = shift;
+  top.run_if = hybrid_on;
+  lsd_run_cuda(ctx, top, function);
+
+  const std::uint32_t max_bucket = hybrid_testing().max_bucket != 0 ? hybrid_testing().max_bucket : hybrid_max_bucket;
+  bucket_bounds_kernel<K><<<unsigned((std::size_t(n) + 256) / 256), 256, 0, ctx.stream()>>>(
+      job.keys[0], n, shift, hybrid_on, job.end_bit, job.kind, max_bucket, offsets, bad);
+  CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::bucket_bounds_kernel");
+  bucket_guard_kernel<<<1, guard_threads, 0, ctx.stream()>>>(offsets, hybrid_on, bad, fallback,
+                                                             hybrid_testing().fallback_probe);
+  CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::bucket_guard_kernel");
+
+  const K window = K(((job.end_bit >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << job.end_bit) - 1)) &
+                     ~((std::uint64_t(1) << job.begin_bit) - 1));
+  const hybrid_window_less<K> comp{window, job.kind};
+  if constexpr (has_values) {
+    segmented_sort_cuda<K, V, true>(function, ctx, job.keys[0], job.vals[0], job.n, offsets, hybrid_buckets, comp,
+                                    offsets_check::trusted, job.keys[1], job.vals[1]);
+  } else {
+    segmented_sort_cuda<K, merge_no_value, false>(function, ctx, job.keys[0], static_cast<merge_no_value*>(nullptr),
+                                                  job.n, offsets, hybrid_buckets, comp, offsets_check::trusted,
+                                                  job.keys[1], static_cast<merge_no_value*>(nullptr));
+  }
+
+  lsd_job<K, V> rest = job;
+  rest.run_if = fallback;
+  lsd_run_cuda(ctx, rest, function);  // an even pass count: back in keys[0] / vals[0]
+}
+
+}  // namespace canopy::detail
+
+#endif  // CANOPY_HAS_CUDA && __CUDACC__
