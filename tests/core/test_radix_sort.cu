@@ -525,7 +525,7 @@ class CudaRadixSortLarge : public canopy_test::CudaTest {};
 // below it).
 TEST_F(CudaRadixSortLarge, HybridBucketLimitIsExact) {
   using u64 = std::uint64_t;
-  const std::size_t n = std::size_t(1) << 20;
+  const std::size_t n = canopy::detail::hybrid_min_keys;
   struct reset {
     ~reset() { canopy::detail::hybrid_testing().max_bucket = 0; }
   } guard;
