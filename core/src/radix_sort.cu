@@ -20,8 +20,9 @@ template <class K, class V>
 void run_sort(context& ctx, const detail::lsd_job<K, V>& job, const char* function) {
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
   if constexpr (sizeof(K) == 8) {
-    if (detail::hybrid_applies<K, V>(ctx, job.n, job.begin_bit, job.end_bit)) {
-      detail::hybrid_run_cuda(ctx, job, function);
+    const detail::hybrid_plan plan = detail::plan_hybrid<K, V>(ctx, job.n, job.begin_bit, job.end_bit);
+    if (plan.use) {
+      detail::hybrid_run_cuda(ctx, job, plan, function);
       return;
     }
   }

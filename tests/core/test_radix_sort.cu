@@ -342,6 +342,30 @@ struct wide_case {
   int b, e;
   wide_path expect;
   std::function<std::uint64_t(std::mt19937_64&, std::size_t)> key;
+  bool large_buckets = false;  //!< buckets of ~8K keys: over the bucket radix kernel's 3072 at 2^22
+};
+
+// The hybrid sort's local sorts to run on this backend: on CUDA the default (the segmented sort at
+// these sizes) and the bucket radix kernel, forced through the test hook; on the host nothing to
+// choose.
+std::vector<int> local_sorts(bool cuda) { return cuda ? std::vector<int>{0, 2} : std::vector<int>{0}; }
+
+// Sets the hybrid sort's local-sort hook for a scope (CUDA builds).
+struct local_sort_scope {
+  explicit local_sort_scope(int mode) {
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+    canopy::detail::hybrid_testing().local_sort = mode;
+#else
+    (void)mode;
+#endif
+  }
+  ~local_sort_scope() {
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+    canopy::detail::hybrid_testing().local_sort = 0;
+#endif
+  }
+  local_sort_scope(const local_sort_scope&) = delete;
+  local_sort_scope& operator=(const local_sort_scope&) = delete;
 };
 
 // Runs `body` with the hybrid sort's fallback word probed on CUDA; returns what it reported: 0
@@ -381,7 +405,7 @@ TEST_P(RadixSortTest, WideKeysTakeTheHybridPathOrItsFallback) {
       {"uniform, 64-bit window", 0, 64, wide_path::hybrid, [](std::mt19937_64& r, std::size_t) { return r(); }},
       {"top 16 bits from 512 values: buckets of ~8K keys, merged through the alternate buffer", 0, 64,
        wide_path::hybrid,
-       [=](std::mt19937_64& r, std::size_t) { return (((r() % 512) * 127) << 48) | (r() & low48); }},
+       [=](std::mt19937_64& r, std::size_t) { return (((r() % 512) * 127) << 48) | (r() & low48); }, true},
       {"keys below 2^48 in a 64-bit window: buckets from bits [32, 48)", 0, 64, wide_path::hybrid,
        [=](std::mt19937_64& r, std::size_t) { return r() & low48; }},
       {"window [2, 62) of keys with bits [44, 62) zero, bits outside random: buckets from bits [28, 44)", 2, 62,
@@ -403,8 +427,12 @@ TEST_P(RadixSortTest, WideKeysTakeTheHybridPathOrItsFallback) {
       {"window [0, 40): 5 passes, plain LSD", 0, 40, wide_path::lsd, [](std::mt19937_64& r, std::size_t) { return r(); }},
   };
   const std::size_t n = (std::size_t(1) << 22) + 37;
+  for (int local : local_sorts(is_cuda())) {
+  const local_sort_scope scope(local);
   std::uint64_t seed = 5000;
   for (const wide_case& c : cases) {
+    SCOPED_TRACE(local == 2 ? "bucket radix kernel" : "default local sort");
+    const wide_path expect = local == 2 && c.large_buckets ? wide_path::fallback : c.expect;
     std::mt19937_64 rng(seed++);
     std::vector<u64> keys(n);
     for (std::size_t i = 0; i < n; ++i) keys[i] = c.key(rng, i);
@@ -422,7 +450,7 @@ TEST_P(RadixSortTest, WideKeysTakeTheHybridPathOrItsFallback) {
     const std::uint32_t path = probe_path(ctx(), [&] {
       canopy::radix_sort_pairs<u64, std::uint32_t>(ctx(), dk.view(), dv.view(), c.b, c.e);
     });
-    if (is_cuda()) EXPECT_EQ(path, expected_probe(c.expect)) << c.what << " (0 hybrid, 1 fallback, 2 skipped, 7 LSD)";
+    if (is_cuda()) EXPECT_EQ(path, expected_probe(expect)) << c.what << " (0 hybrid, 1 fallback, 2 skipped, 7 LSD)";
     const auto got_k = dk.to_host();
     const auto got_v = dv.to_host();
     for (std::size_t i = 0; i < n; ++i)
@@ -438,7 +466,7 @@ TEST_P(RadixSortTest, WideKeysTakeTheHybridPathOrItsFallback) {
       const std::uint32_t key_path = probe_path(ctx(), [&] {
         alt = canopy::radix_sort_keys_double_buffered<u64>(ctx(), k0.view(), k1.view(), c.b, c.e);
       });
-      if (is_cuda()) EXPECT_EQ(key_path, expected_probe(c.expect)) << c.what << " (keys only)";
+      if (is_cuda()) EXPECT_EQ(key_path, expected_probe(expect)) << c.what << " (keys only)";
       EXPECT_FALSE(alt) << c.what;
       const auto got = k0.to_host();
       for (std::size_t i = 0; i < n; ++i)
@@ -448,11 +476,15 @@ TEST_P(RadixSortTest, WideKeysTakeTheHybridPathOrItsFallback) {
         }
     }
   }
+  }
 }
 
 // Signed and floating-point 8-byte keys (the buckets come from the ordered form), 8-byte values.
 TEST_P(RadixSortTest, WideSignedAndFloatKeysAndWideValuesOnTheHybridPath) {
   const std::size_t n = (std::size_t(1) << 22) + 3;
+  for (int local : local_sorts(is_cuda())) {
+  const local_sort_scope scope(local);
+  SCOPED_TRACE(local == 2 ? "bucket radix kernel" : "default local sort");
   check_keys(ctx(), make_keys<std::int64_t>(n, dist::uniform, 71), "i64 uniform");
   check_keys(ctx(), make_keys<double>(n, dist::uniform, 72), "f64 uniform");
   check_keys(ctx(), make_keys<double>(n, dist::few_unique, 73), "f64 few unique");
@@ -463,6 +495,7 @@ TEST_P(RadixSortTest, WideSignedAndFloatKeysAndWideValuesOnTheHybridPath) {
   std::vector<double> small(n);
   for (auto& x : small) x = double(std::int64_t(rng() % 2001) - 1000) * 0.25;
   check_pairs<double, std::uint32_t>(ctx(), small, "f64 small magnitudes");
+  }
 }
 
 TEST_P(RadixSortTest, RefusesBadArguments) {
@@ -530,7 +563,10 @@ TEST_F(CudaRadixSortLarge, HybridBucketLimitIsExact) {
     ~reset() { canopy::detail::hybrid_testing().max_bucket = 0; }
   } guard;
   canopy::detail::hybrid_testing().max_bucket = 1000;
+  for (int local : {1, 2})
   for (std::size_t big : {std::size_t(1000), std::size_t(1001)}) {
+    const local_sort_scope scope(local);
+    SCOPED_TRACE(local == 2 ? "bucket radix kernel" : "segmented sort");
     std::mt19937_64 rng(600 + big);
     std::vector<u64> keys(n);
     for (std::size_t i = 0; i < n; ++i) {

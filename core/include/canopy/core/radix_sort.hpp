@@ -11,13 +11,13 @@
 // every pass's digits, decoupled look-back over per-tile digit counts, warp-level match ranking);
 // nothing synchronises the stream. Host backend: oneTBB-parallel LSD with the same passes.
 //
-// 8-byte keys over windows of 57 to 64 bits (8 passes) on CUDA, from 2^22 keys (and, with values,
-// up to 218 M pairs with 4-byte values, 151 M with 8-byte ones): a hybrid instead
+// 8-byte keys over windows of 57 to 64 bits (8 passes) on CUDA, from 2^22 keys: a hybrid instead
 // (detail/radix_hybrid.cuh). A one-block sample places 16 bucket bits just below the highest window
 // bit that varies; two LSD passes put the keys in bucket order; each bucket (65536) is then sorted by
-// a thread block in shared memory (segmented_sort). 3 instead of 8 trips through memory: 1.3-1.45x
-// CUB on uniform u64 keys where LSD gives 1.08x (H100, docs/performance/sort.md). The result is the
-// same (stable, in the same buffer). Inputs whose buckets would be too large for one block (more
+// a thread block in shared memory (segmented_sort's merge; for pairs with buckets larger than its
+// tile, from about 2^27.7 pairs, an LSD radix kernel). 3 instead of 8 trips through memory: 1.3-1.45x
+// CUB on uniform u64 keys where LSD gives 1.08x, 1.43x on u64/u32 pairs (H100,
+// docs/performance/sort.md). The result is the same (stable, in the same buffer). Inputs whose buckets would be too large for one block (more
 // than 16384 keys: few distinct values, skewed high bits) fall back to the LSD passes without
 // synchronising: when the sample sees the skew the bucket passes are skipped (about 0.99x CUB at
 // 2^26), otherwise the fallback follows them (about 0.75x CUB at 2^26).

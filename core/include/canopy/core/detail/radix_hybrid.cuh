@@ -22,8 +22,10 @@
 //   4. bucket_guard_kernel (one block): if step 1 turned the hybrid off or a check of step 3
 //      failed, it zeroes every offset, so that step 5 finds only empty segments, and raises the
 //      fallback word.
-//   5. Segmented sort of the buckets by the window (stable; large buckets merge through the
-//      alternate buffers).
+//   5. Each bucket sorted by one thread block in shared memory, stably: by the segmented sort
+//      (merge based; large buckets merge through the alternate buffers), or where the mean bucket
+//      is larger than its one-block tile, by bucket_radix_kernel (LSD over the bits below the
+//      buckets, onesweep ranking).
 //   6. Fallback: the plain LSD run over the whole window, gated on that word (its kernels exit at
 //      once when the word is 0), from the bucket-sorted keys. Stable either way, and the result is
 //      in the caller's buffers in both cases, as it is for a plain LSD run of an even pass count.
@@ -33,7 +35,9 @@
 #include <canopy/core/detail/radix_engine.cuh>
 #include <canopy/core/segmented_sort.hpp>
 
+#include <cmath>
 #include <cstdint>
+#include <mutex>
 #include <type_traits>
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
@@ -55,28 +59,73 @@ constexpr std::uint32_t hybrid_max_bucket = 16384;
 //! predicted by the sample, bucket passes skipped), so that tests can check which regime an input
 //! took. max_bucket / min_keys: when nonzero, replace hybrid_max_bucket / hybrid_min_keys (tests
 //! and measurements; min_keys is not taken below 2^17, where the sample would overlap).
+//! local_sort: 1 forces the segmented sort, 2 the bucket radix kernel (where its shape fits); 0
+//! the default choice.
 struct hybrid_testing_hooks {
   std::uint32_t* fallback_probe = nullptr;
   std::uint32_t max_bucket = 0;
   std::size_t min_keys = 0;
+  int local_sort = 0;
 };
 hybrid_testing_hooks& hybrid_testing();
 
-//! Whether radix sort takes the hybrid path for n keys of type K (values V) over [begin_bit,
-//! end_bit): CUDA, 8-byte keys, windows of 8 passes (57-64 bits; a 48-bit window saves too few
-//! passes: measured no better), n >= hybrid_min_keys, and n small enough that the mean bucket
-//! (n / 65536) fits the segmented sort's largest one-block tile (4352 keys, 3328 key/u32 pairs,
-//! 2304 key/u64 pairs); larger buckets merge in several passes and lose to LSD (measured).
+constexpr int bucket_threads = 256;  // one scan thread per digit
+template <int Items>
+constexpr std::uint32_t bucket_cap = std::uint32_t(bucket_threads) * Items;
+inline std::uint32_t bucket_cap_of(int items) { return std::uint32_t(bucket_threads) * std::uint32_t(items); }
+template <class K, class V, int Items>
+constexpr std::size_t bucket_smem_bytes =
+    std::size_t(bucket_threads / 32) * 256 * 4 + bucket_cap<Items> * (sizeof(K) + (std::is_same_v<V, no_value> ? 0 : sizeof(V)));
+
+//! How a hybrid sort runs, or that it does not (use == false).
+struct hybrid_plan {
+  bool use = false;
+  bool radix_local = false;  //!< buckets sorted by bucket_radix_kernel (else the segmented sort)
+  int items = 0;             //!< the bucket kernel's items per thread (bucket_cap)
+  std::uint32_t max_bucket = 0;
+};
+
+//! The bucket kernel's shape for n keys: the fewer items per thread (12 or 20) whose capacity holds
+//! a bucket of mean n / 65536 plus eight standard deviations (uniform keys never exceed it); 0 when
+//! neither does.
+inline int bucket_items_for(std::size_t n) {
+  const double mean = double(n) / hybrid_buckets;
+  const double need = mean + 8.0 * std::sqrt(mean) + 32.0;
+  for (int items : {12, 20})
+    if (double(bucket_threads) * items >= need) return items;
+  return 0;
+}
+
+//! Whether and how radix sort takes the hybrid path for n keys of type K (values V) over
+//! [begin_bit, end_bit): CUDA, 8-byte keys, windows of 8 passes (57-64 bits; a 48-bit window saves
+//! too few passes: measured no better), n >= hybrid_min_keys. Buckets are sorted by the segmented
+//! sort while the mean bucket fits its largest one-block tile (4352 keys, 3328 key/u32 pairs, 2304
+//! key/u64 pairs), else by the bucket radix kernel where its shape fits (pairs from about 2^27.7
+//! keys: 1.43x CUB at 2^28 for u64/u32 where LSD gives 0.95x; for smaller buckets it lost to the
+//! segmented sort, 1.20 against 1.43x CUB for u64 keys at 2^26, H100, docs/performance/sort.md).
 template <class K, class V>
-bool hybrid_applies(const context& ctx, std::size_t n, int begin_bit, int end_bit) {
-  if (!ctx.is_cuda() || sizeof(K) != 8) return false;
+hybrid_plan plan_hybrid(const context& ctx, std::size_t n, int begin_bit, int end_bit) {
+  hybrid_plan plan;
+  const hybrid_testing_hooks& hooks = hybrid_testing();
+  const std::size_t min_keys = hooks.min_keys != 0 ? std::max(hooks.min_keys, std::size_t(1) << 17) : hybrid_min_keys;
+  if (!ctx.is_cuda() || sizeof(K) != 8 || lsd_passes(begin_bit, end_bit) != 8 || n < min_keys ||
+      n > onesweep::max_elements)
+    return plan;
   constexpr bool has_values = !std::is_same_v<V, no_value>;
   using tune = segsort_tuning<K, std::conditional_t<has_values, V, merge_no_value>, has_values>;
-  const std::size_t largest_tile = tune::upper[segsort_bins - 2];
-  const std::size_t min_keys =
-      hybrid_testing().min_keys != 0 ? std::max(hybrid_testing().min_keys, std::size_t(1) << 17) : hybrid_min_keys;
-  return lsd_passes(begin_bit, end_bit) == 8 && n >= min_keys && n <= onesweep::max_elements &&
-         n <= std::size_t(hybrid_buckets) * largest_tile;
+  const bool segsort_fits = n <= std::size_t(hybrid_buckets) * tune::upper[segsort_bins - 2];
+  const int items = bucket_items_for(n);
+  const std::size_t smem = items == 12 ? bucket_smem_bytes<K, V, 12> : bucket_smem_bytes<K, V, 20>;
+  const bool radix_fits = items != 0 && smem <= ctx.device().shared_memory_per_block_optin;
+  if (hooks.local_sort == 1) plan.radix_local = false;
+  else if (hooks.local_sort == 2) plan.radix_local = true;
+  else plan.radix_local = !segsort_fits;
+  if (plan.radix_local ? !radix_fits : !segsort_fits) return plan;
+  plan.use = true;
+  plan.items = plan.radix_local ? items : 0;
+  plan.max_bucket = plan.radix_local ? bucket_cap_of(items) : hybrid_max_bucket;
+  if (hooks.max_bucket != 0) plan.max_bucket = std::min(plan.max_bucket, hooks.max_bucket);
+  return plan;
 }
 
 //! Orders keys by the ordered form of their window bits (the comparator of step 5; within a bucket
@@ -215,10 +264,136 @@ static __global__ void __launch_bounds__(guard_threads)
   }
 }
 
-//! The hybrid sort of `job` (keys_in == keys[0], vals_in == vals[0] for pairs, first_dst == 1):
-//! the result lands in keys[0] / vals[0]. Requires hybrid_applies.
+//! Step 5, radix variant: block b sorts bucket b, [offsets[b], offsets[b + 1]) (at most
+//! bucket_cap<Items> keys: the guard checked), stably by the ordered key's bits [lo_bit, *hi_word)
+//! (below the bucket bits; the bits above are equal within a bucket), in shared memory: LSD over
+//! 8-bit digits, each pass the onesweep ranking (per-warp digit counts by shared atomics, a scan
+//! over (digit, warp), then each warp ranks its keys in position order with ballots, so equal
+//! digits keep their order). Positions are warp-striped (warp w holds [w Items 32, (w + 1) Items
+//! 32), item i of lane l at w Items 32 + 32 i + l): loads and stores are coalesced rows of 32. Rows
+//! past the bucket's end are skipped; the unused lanes of its last row hold the all-ones key
+//! (largest digit, highest positions), so they rank behind every key and are never written.
+template <class K, class V, int Items>
+__global__ void __launch_bounds__(bucket_threads) bucket_radix_kernel(K* keys, V* vals, const std::uint32_t* offsets,
+                                                                     int lo_bit, const int* hi_word, key_kind kind) {
+  constexpr bool has_values = !std::is_same_v<V, no_value>;
+  constexpr int warps = bucket_threads / 32;
+  extern __shared__ __align__(16) unsigned char bucket_smem[];
+  std::uint32_t* counters = reinterpret_cast<std::uint32_t*>(bucket_smem);  // [warps][256]
+  K* s_keys = reinterpret_cast<K*>(bucket_smem + warps * 256 * 4);
+  V* s_vals = reinterpret_cast<V*>(s_keys + bucket_cap<Items>);  // pairs only
+  __shared__ std::uint32_t s_warp_sums[warps];
+  const std::uint32_t begin = offsets[blockIdx.x];
+  const std::uint32_t m = offsets[blockIdx.x + 1] - begin;
+  const int hi_bit = *hi_word;
+  if (m <= 1 || hi_bit <= lo_bit) return;  // uniform per block
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const std::uint32_t warp_base = std::uint32_t(warp) * Items * 32;
+  const int rows = m > warp_base ? int(min(std::uint32_t(Items), (m - warp_base + 31) / 32)) : 0;
+  K k[Items];
+  V v[has_values ? Items : 1];
+#pragma unroll
+  for (int i = 0; i < Items; ++i) {
+    const std::uint32_t idx = warp_base + i * 32 + lane;
+    if (i < rows) {
+      k[i] = idx < m ? to_ordered_bits(keys[begin + idx], kind) : ~K(0);
+      if constexpr (has_values) v[i] = idx < m ? vals[begin + idx] : V(0);
+    }
+  }
+  std::uint32_t* my = counters + warp * 256;
+  const std::uint32_t lanes_below = (1u << lane) - 1u;
+  for (int shift = lo_bit; shift < hi_bit; shift += 8) {
+    const std::uint32_t mask = (1u << min(8, hi_bit - shift)) - 1u;
+    for (int j = tid; j < warps * 256; j += bucket_threads) counters[j] = 0;
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < Items; ++i)
+      if (i < rows) atomicAdd(&my[std::uint32_t(k[i] >> shift) & mask], 1u);
+    __syncthreads();
+    // Thread t = digit t: counts of (warp, t) -> keys of t in earlier warps, then the block's
+    // exclusive scan over digits.
+    std::uint32_t running = 0;
+#pragma unroll
+    for (int w = 0; w < warps; ++w) {
+      const std::uint32_t c = counters[w * 256 + tid];
+      counters[w * 256 + tid] = running;
+      running += c;
+    }
+    std::uint32_t inclusive = running;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const std::uint32_t x = __shfl_up_sync(0xffffffffu, inclusive, o);
+      if (lane >= o) inclusive += x;
+    }
+    if (lane == 31) s_warp_sums[warp] = inclusive;
+    __syncthreads();
+    std::uint32_t start = inclusive - running;
+    for (int w = 0; w < warp; ++w) start += s_warp_sums[w];
+#pragma unroll
+    for (int w = 0; w < warps; ++w) counters[w * 256 + tid] += start;
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < Items; ++i) {
+      if (i < rows) {  // uniform per warp
+        const std::uint32_t d = std::uint32_t(k[i] >> shift) & mask;
+        const std::uint32_t peers = onesweep::match_digit<8>(d);
+        const int leader = __ffs(peers) - 1;
+        std::uint32_t before = 0;
+        if (lane == leader) before = atomicAdd(&my[d], std::uint32_t(__popc(peers)));
+        const std::uint32_t slot = __shfl_sync(0xffffffffu, before, leader) + __popc(peers & lanes_below);
+        s_keys[slot] = k[i];
+        if constexpr (has_values) s_vals[slot] = v[i];
+        __syncwarp();  // item i+1's counter update follows item i's, whichever lanes lead them
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < Items; ++i) {
+      if (i < rows) {
+        const std::uint32_t idx = warp_base + i * 32 + lane;
+        k[i] = s_keys[idx];
+        if constexpr (has_values) v[i] = s_vals[idx];
+      }
+    }
+    __syncthreads();  // every key is read back before the next pass places any
+  }
+#pragma unroll
+  for (int i = 0; i < Items; ++i) {
+    const std::uint32_t idx = warp_base + i * 32 + lane;
+    if (i < rows && idx < m) {
+      keys[begin + idx] = from_ordered_bits(k[i], kind);
+      if constexpr (has_values) vals[begin + idx] = v[i];
+    }
+  }
+}
+
+//! Sets the opt-in shared memory limit of one bucket kernel instantiation, once per device.
+template <class K, class V, int Items>
+void allow_bucket_shared_memory(int device) {
+  constexpr int tracked = 64;
+  static std::once_flag once[tracked];
+  const auto set = [] {
+    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(bucket_radix_kernel<K, V, Items>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           int(bucket_smem_bytes<K, V, Items>)));
+  };
+  if (device >= 0 && device < tracked) std::call_once(once[device], set);
+  else set();
+}
+
+template <class K, class V, int Items>
+void launch_bucket_radix(context& ctx, const lsd_job<K, V>& job, const std::uint32_t* offsets, const int* shift) {
+  allow_bucket_shared_memory<K, V, Items>(ctx.device().ordinal);
+  V* vals = nullptr;
+  if constexpr (!std::is_same_v<V, no_value>) vals = job.vals[0];
+  bucket_radix_kernel<K, V, Items><<<hybrid_buckets, bucket_threads, bucket_smem_bytes<K, V, Items>, ctx.stream()>>>(
+      job.keys[0], vals, offsets, job.begin_bit, shift, job.kind);
+  CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::bucket_radix_kernel");
+}
+
+//! The hybrid sort of `job` (keys_in == keys[0], vals_in == vals[0] for pairs, first_dst == 1)
+//! as `plan` (plan_hybrid, use == true) says: the result lands in keys[0] / vals[0].
 template <class K, class V>
-void hybrid_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* function) {
+void hybrid_run_cuda(context& ctx, const lsd_job<K, V>& job, const hybrid_plan& plan, const char* function) {
   static_assert(sizeof(K) == 8, "the hybrid path is for 8-byte keys");
   constexpr bool has_values = !std::is_same_v<V, no_value>;
   require(job.keys_in == job.keys[0] && job.first_dst == 1 && job.keep_keys && job.run_if == nullptr &&
@@ -244,7 +419,7 @@ void hybrid_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* functio
   top.run_if = hybrid_on;
   lsd_run_cuda(ctx, top, function);
 
-  const std::uint32_t max_bucket = hybrid_testing().max_bucket != 0 ? hybrid_testing().max_bucket : hybrid_max_bucket;
+  const std::uint32_t max_bucket = plan.max_bucket;
   bucket_bounds_kernel<K><<<unsigned((std::size_t(n) + 256) / 256), 256, 0, ctx.stream()>>>(
       job.keys[0], n, shift, hybrid_on, job.end_bit, job.kind, max_bucket, offsets, bad);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::bucket_bounds_kernel");
@@ -255,7 +430,10 @@ void hybrid_run_cuda(context& ctx, const lsd_job<K, V>& job, const char* functio
   const K window = K(((job.end_bit >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << job.end_bit) - 1)) &
                      ~((std::uint64_t(1) << job.begin_bit) - 1));
   const hybrid_window_less<K> comp{window, job.kind};
-  if constexpr (has_values) {
+  if (plan.radix_local) {
+    if (plan.items == 12) launch_bucket_radix<K, V, 12>(ctx, job, offsets, shift);
+    else launch_bucket_radix<K, V, 20>(ctx, job, offsets, shift);
+  } else if constexpr (has_values) {
     segmented_sort_cuda<K, V, true>(function, ctx, job.keys[0], job.vals[0], job.n, offsets, hybrid_buckets, comp,
                                     offsets_check::trusted, job.keys[1], job.vals[1]);
   } else {
