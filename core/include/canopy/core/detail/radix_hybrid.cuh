@@ -319,12 +319,7 @@ __global__ void __launch_bounds__(bucket_threads) bucket_radix_kernel(K* keys, V
       counters[w * 256 + tid] = running;
       running += c;
     }
-    std::uint32_t inclusive = running;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const std::uint32_t x = __shfl_up_sync(0xffffffffu, inclusive, o);
-      if (lane >= o) inclusive += x;
-    }
+    const std::uint32_t inclusive = onesweep::warp_inclusive_sum(running);
     if (lane == 31) s_warp_sums[warp] = inclusive;
     __syncthreads();
     std::uint32_t start = inclusive - running;

@@ -172,6 +172,17 @@ __device__ __forceinline__ void store_relaxed(std::uint32_t* p, std::uint32_t v)
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
+//! Inclusive sum of x over lanes 0..lane of the (full) warp.
+__device__ __forceinline__ std::uint32_t warp_inclusive_sum(std::uint32_t x) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const std::uint32_t v = __shfl_up_sync(0xffffffffu, x, o);
+    if (lane >= o) x += v;
+  }
+  return x;
+}
+
 //! Lanes of the warp whose digit equals d (d < 2^Bits): one ballot per digit bit, which is
 //! cheaper than __match_any_sync on sm_70..sm_90 (8 bits: 1.3x per sort on an H200). Written in
 //! PTX so that each bit is five instructions (bit test, vote, predicated complement, mask); the
@@ -342,12 +353,7 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
                       (tile == 0 ? flag_inclusive : flag_aggregate) | L::counter_of(running, d));
       }
       total[k] = L::packed ? (running & 0xffffu) + (running >> 16) : running;
-      inclusive[k] = total[k];
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const std::uint32_t v = __shfl_up_sync(0xffffffffu, inclusive[k], o);
-        if (lane >= o) inclusive[k] += v;
-      }
+      inclusive[k] = warp_inclusive_sum(total[k]);
       if (lane == 31) s_warp_sums[k][warp] = inclusive[k];
     }
   }
@@ -597,21 +603,11 @@ static __global__ void __launch_bounds__(offsets_threads) digit_offsets_kernel(s
   const int bins = plan.bins[p];
   std::uint32_t* h = hist + plan.offset[p];
   const std::uint32_t c = t < bins ? h[t] : 0u;
-  std::uint32_t inclusive = c;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const std::uint32_t v = __shfl_up_sync(0xffffffffu, inclusive, o);
-    if (lane >= o) inclusive += v;
-  }
+  const std::uint32_t inclusive = warp_inclusive_sum(c);
   if (lane == 31) s_warp[warp] = inclusive;
   __syncthreads();
   if (warp == 0) {
-    std::uint32_t w = s_warp[lane];
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const std::uint32_t v = __shfl_up_sync(0xffffffffu, w, o);
-      if (lane >= o) w += v;
-    }
+    const std::uint32_t w = warp_inclusive_sum(s_warp[lane]);
     s_warp[lane] = w;
   }
   __syncthreads();
