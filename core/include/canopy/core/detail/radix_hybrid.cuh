@@ -146,45 +146,57 @@ __device__ __forceinline__ std::uint64_t bit_range(int lo, int hi) {
   return below_hi & ~below_lo;
 }
 
-//! Step 1, one block of plan_threads, over plan_samples keys spread over the input (one in each
-//! stretch of n / plan_samples keys, at a hashed place):
+//! Step 1, one block of plan_threads, over `samples` keys (16384 to 65536, a multiple of
+//! plan_threads) spread over the input (one in each stretch of n / samples keys, at a hashed place):
 //! - where the 16 bucket bits go. Bits of the window that are the same in every key cannot split
 //!   anything (keys below 2^48 in a 64-bit window, say), so the buckets take the 16 bits below the
 //!   highest bit that varies in the sample: *shift = max(begin_bit, top varying bit + 1 - 16). A
 //!   sample can miss a bit that varies in few keys; step 3 checks every key and raises *bad then.
-//! - whether to try the buckets at all: *hybrid_on = 0 when some bucket (of plan_hash_bins
-//!   hashed ones, which can only add up) holds at least plan_skew_samples samples and so an
-//!   estimated n * count / plan_samples > plan_skew_keys keys: far beyond hybrid_max_bucket, so
-//!   the guard would fall back anyway, and the two bucket passes are skipped. Uniform keys put at
-//!   most about a dozen samples in a hashed bin. Heavy skew (a few values, or many keys sharing
-//!   their high bits) is caught here; milder skew by the guard, after the bucket passes.
+//! - whether to try the buckets at all: *hybrid_on = 0 when the sample shows a bucket far beyond
+//!   max_bucket (so the guard would fall back anyway, after two wasted passes). Exact: a 16-bit
+//!   counter per bucket in 128 KiB of shared memory; a bucket with c samples holds about
+//!   c n / samples keys, and the hybrid is off when that exceeds 2 max_bucket with c >= 8 (12 for
+//!   more than 16384 samples: uniform keys put 0.25-1 samples in a bucket, and 8 or 12 in any of the
+//!   65536 has odds below 1e-4 per sort). Devices with less shared memory count into 8192 hashed
+//!   bins (which can only add up): off when c >= 32 and c n / samples > 8 max_bucket. Skew that
+//!   the sample cannot resolve is caught by the guard, after the bucket passes.
 //! Also clears *bad.
 constexpr int plan_threads = 1024;
-constexpr std::uint32_t plan_samples = 16384;
 constexpr int plan_hash_bins = 8192;
-constexpr std::uint32_t plan_skew_samples = 32;
-constexpr std::uint64_t plan_skew_keys = 8ull * hybrid_max_bucket;
-template <class K>
-__global__ void __launch_bounds__(plan_threads) bucket_plan_kernel(const K* keys, std::uint32_t n, int begin_bit,
-                                                                  int end_bit, key_kind kind, int* shift,
+//! Samples for n keys: about one per 4096 keys, at least 16384 and at most 65536 (a multiple of
+//! plan_threads); the hashed bins take 16384.
+inline std::uint32_t plan_samples_for(std::size_t n, bool exact) {
+  std::uint32_t s = 16384;
+  while (exact && s < 65536 && std::size_t(s) * 4096 < n) s *= 2;
+  return s;
+}
+template <bool Exact>
+constexpr std::size_t plan_smem_bytes = Exact ? std::size_t(hybrid_buckets) * 2 : std::size_t(plan_hash_bins) * 4;
+//! Whether the device lets the plan kernel count exactly (128 KiB of shared memory per block).
+inline bool plan_exact_bins(const device_info& d) { return d.shared_memory_per_block_optin >= plan_smem_bytes<true> + 1024; }
+
+template <class K, bool Exact>
+__global__ void __launch_bounds__(plan_threads) bucket_plan_kernel(const K* keys, std::uint32_t n, std::uint32_t samples,
+                                                                  int begin_bit, int end_bit, key_kind kind,
+                                                                  std::uint32_t max_bucket, int* shift,
                                                                   std::uint32_t* hybrid_on, std::uint32_t* bad) {
-  constexpr int per = plan_samples / plan_threads;
+  extern __shared__ std::uint32_t plan_bins[];  // Exact: [65536] 16-bit counters, two a word; else [8192]
   __shared__ K s_any[plan_threads / 32], s_all[plan_threads / 32];
-  __shared__ std::uint32_t s_bins[plan_hash_bins];
   __shared__ int s_shift;
-  for (int i = threadIdx.x; i < plan_hash_bins; i += plan_threads) s_bins[i] = 0;
-  K o[per];
-  K any = 0, all = ~K(0);
-  const std::uint32_t stride = n / plan_samples;  // >= 8 (n >= 2^17, hybrid_applies)
-#pragma unroll
-  for (int j = 0; j < per; ++j) {
-    // Sample s of stride s * stride + h(s) % stride: jittered, so that no period of the input
-    // (every 1024th key alike, say) lines up with the samples.
-    const std::uint32_t sample = threadIdx.x + j * plan_threads;
+  constexpr int words = int(plan_smem_bytes<Exact> / 4);
+  for (int i = threadIdx.x; i < words; i += plan_threads) plan_bins[i] = 0;
+  const std::uint32_t stride = n / samples;  // >= 2 (n >= 2^17, plan_hybrid)
+  // Sample s sits at s * stride + h(s) % stride: jittered, so that no period of the input (every
+  // 1024th key alike, say) lines up with the samples.
+  const auto sample_key = [&](std::uint32_t sample) {
     const std::uint32_t jitter = ((sample + 1) * 0x9E3779B1u) % stride;
-    o[j] = to_ordered_bits(keys[std::size_t(sample) * stride + jitter], kind);
-    any |= o[j];
-    all &= o[j];
+    return to_ordered_bits(keys[std::size_t(sample) * stride + jitter], kind);
+  };
+  K any = 0, all = ~K(0);
+  for (std::uint32_t sample = threadIdx.x; sample < samples; sample += plan_threads) {
+    const K o = sample_key(sample);
+    any |= o;
+    all &= o;
   }
 #pragma unroll
   for (int d = 16; d > 0; d >>= 1) {
@@ -202,14 +214,20 @@ __global__ void __launch_bounds__(plan_threads) bucket_plan_kernel(const K* keys
   __syncthreads();
   const int sh = s_shift;
   std::uint32_t most = 0;
-#pragma unroll
-  for (int j = 0; j < per; ++j) {
-    const std::uint32_t bucket = std::uint32_t(o[j] >> sh) & (hybrid_buckets - 1);
-    const std::uint32_t count = atomicAdd(&s_bins[(bucket * 0x9E3779B1u) >> 19], 1u) + 1;  // top 13 bits
+  for (std::uint32_t sample = threadIdx.x; sample < samples; sample += plan_threads) {  // in L1/L2 now
+    const std::uint32_t bucket = std::uint32_t(sample_key(sample) >> sh) & (hybrid_buckets - 1);
+    std::uint32_t count;
+    if constexpr (Exact) {
+      const std::uint32_t half = 16 * (bucket & 1);  // at most 65536 samples: no carry into the other half
+      count = ((atomicAdd(&plan_bins[bucket >> 1], 1u << half) >> half) & 0xffffu) + 1;
+    } else {
+      count = atomicAdd(&plan_bins[(bucket * 0x9E3779B1u) >> 19], 1u) + 1;  // top 13 bits of a hash
+    }
     most = max(most, count);
   }
-  const bool skewed = __syncthreads_or(most >= plan_skew_samples &&
-                                       std::uint64_t(most) * n > plan_skew_keys * plan_samples) != 0;
+  const std::uint32_t least = Exact ? (samples > 16384 ? 12u : 8u) : 32u;
+  const std::uint64_t keys_over = std::uint64_t(Exact ? 2 : 8) * max_bucket;
+  const bool skewed = __syncthreads_or(most >= least && std::uint64_t(most) * n > keys_over * samples) != 0;
   if (threadIdx.x == 0) {
     *shift = sh;
     *hybrid_on = skewed ? 0u : 1u;
@@ -362,14 +380,14 @@ __global__ void __launch_bounds__(bucket_threads) bucket_radix_kernel(K* keys, V
   }
 }
 
-//! Sets the opt-in shared memory limit of one bucket kernel instantiation, once per device.
-template <class K, class V, int Items>
-void allow_bucket_shared_memory(int device) {
+//! Sets the opt-in dynamic shared memory limit of `Kernel` to `bytes`, once per device (a host-side
+//! attribute; thread-safe). Ordinals past the 64th set it on every call.
+template <auto Kernel>
+void allow_dynamic_shared_memory(int device, std::size_t bytes) {
   constexpr int tracked = 64;
   static std::once_flag once[tracked];
-  const auto set = [] {
-    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(bucket_radix_kernel<K, V, Items>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(bucket_smem_bytes<K, V, Items>)));
+  const auto set = [bytes] {
+    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   };
   if (device >= 0 && device < tracked) std::call_once(once[device], set);
   else set();
@@ -377,7 +395,7 @@ void allow_bucket_shared_memory(int device) {
 
 template <class K, class V, int Items>
 void launch_bucket_radix(context& ctx, const lsd_job<K, V>& job, const std::uint32_t* offsets, const int* shift) {
-  allow_bucket_shared_memory<K, V, Items>(ctx.device().ordinal);
+  allow_dynamic_shared_memory<bucket_radix_kernel<K, V, Items>>(ctx.device().ordinal, bucket_smem_bytes<K, V, Items>);
   V* vals = nullptr;
   if constexpr (!std::is_same_v<V, no_value>) vals = job.vals[0];
   bucket_radix_kernel<K, V, Items><<<hybrid_buckets, bucket_threads, bucket_smem_bytes<K, V, Items>, ctx.stream()>>>(
@@ -401,8 +419,16 @@ void hybrid_run_cuda(context& ctx, const lsd_job<K, V>& job, const hybrid_plan& 
   std::uint32_t* hybrid_on = fallback + 2;
   std::uint32_t* bad = fallback + 3;
   const std::uint32_t n = std::uint32_t(job.n);
-  bucket_plan_kernel<K><<<1, plan_threads, 0, ctx.stream()>>>(job.keys[0], n, job.begin_bit, job.end_bit, job.kind,
-                                                              shift, hybrid_on, bad);
+  const bool exact = plan_exact_bins(ctx.device());
+  const std::uint32_t samples = plan_samples_for(job.n, exact);
+  if (exact) {
+    allow_dynamic_shared_memory<bucket_plan_kernel<K, true>>(ctx.device().ordinal, plan_smem_bytes<true>);
+    bucket_plan_kernel<K, true><<<1, plan_threads, plan_smem_bytes<true>, ctx.stream()>>>(
+        job.keys[0], n, samples, job.begin_bit, job.end_bit, job.kind, plan.max_bucket, shift, hybrid_on, bad);
+  } else {
+    bucket_plan_kernel<K, false><<<1, plan_threads, plan_smem_bytes<false>, ctx.stream()>>>(
+        job.keys[0], n, samples, job.begin_bit, job.end_bit, job.kind, plan.max_bucket, shift, hybrid_on, bad);
+  }
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::bucket_plan_kernel");
 
   // Two passes over bits [*shift, *shift + 16), unless step 1 turned the hybrid off: back in
