@@ -19,8 +19,9 @@
 // CUB on uniform u64 keys where LSD gives 1.08x, 1.43x on u64/u32 pairs (H100,
 // docs/performance/sort.md). The result is the same (stable, in the same buffer). Inputs whose buckets would be too large for one block (more
 // than 16384 keys: few distinct values, skewed high bits) fall back to the LSD passes without
-// synchronising: when the sample sees the skew the bucket passes are skipped (about 0.99x CUB at
-// 2^26), otherwise the fallback follows them (about 0.75x CUB at 2^26).
+// synchronising: when the sample sees the skew the bucket passes are skipped (0.96-1.03x CUB from
+// 2^24), otherwise the fallback follows them (about 0.75x CUB; measured for buckets just over the
+// limit that a sample of one key in 4096 cannot resolve).
 // Keys: uint32_t, int32_t, float, uint64_t, int64_t, double. Values: the same six types.
 // The CUDA backend handles n < 2^30 elements per call (larger n is refused with invalid_argument).
 // CUDA tile shapes follow the device class (docs/performance/sort.md) and must fit the device's
