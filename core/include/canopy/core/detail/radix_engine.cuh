@@ -181,17 +181,15 @@ onesweep_fit onesweep_fit_of(const device_info& d, const char* function) {
 }
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
-//! Sets the opt-in dynamic shared memory limit of one pass kernel instantiation, once per device
-//! (a host-side attribute of the device's primary context; thread-safe). Ordinals past the 64th
-//! set it on every call.
-template <class K, class V, int Items, int MinBlocks, onesweep::digit_word W, int Variant, int Bits>
-void allow_pass_shared_memory(int device) {
+//! Sets the opt-in dynamic shared memory limit of `Kernel` to `bytes`, once per device (a
+//! host-side attribute of the device's primary context, no sync; thread-safe). Ordinals past the
+//! 64th set it on every call. For the pass kernels and the hybrid sort's kernels (radix_hybrid.cuh).
+template <auto Kernel>
+void allow_dynamic_shared_memory(int device, std::size_t bytes) {
   constexpr int tracked = 64;
   static std::once_flag once[tracked];
-  const auto set = [] {
-    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(onesweep::onesweep_pass_kernel<K, V, Items, MinBlocks, W, Variant, Bits>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(onesweep::shape<K, V, Items, MinBlocks, Bits>::smem_bytes)));
+  const auto set = [bytes] {
+    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   };
   if (device >= 0 && device < tracked) std::call_once(once[device], set);
   else set();
@@ -210,14 +208,17 @@ struct pass_kernels {
   kernel_t whole, low, high;
   explicit pass_kernels(int device) {
     using onesweep::digit_word;
-    whole = low = high = onesweep::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::whole, Variant, Bits>;
-    // Tiles above 48 KiB of shared memory need the opt-in limit (a host-side attribute, no sync).
-    allow_pass_shared_memory<K, V, Items, MinBlocks, digit_word::whole, Variant, Bits>(device);
+    constexpr auto whole_kernel = onesweep::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::whole, Variant, Bits>;
+    whole = low = high = whole_kernel;
+    // Tiles above 48 KiB of shared memory need the opt-in limit.
+    allow_dynamic_shared_memory<whole_kernel>(device, smem_bytes);
     if constexpr (words) {
-      low = onesweep::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::low, Variant, Bits>;
-      high = onesweep::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::high, Variant, Bits>;
-      allow_pass_shared_memory<K, V, Items, MinBlocks, digit_word::low, Variant, Bits>(device);
-      allow_pass_shared_memory<K, V, Items, MinBlocks, digit_word::high, Variant, Bits>(device);
+      constexpr auto low_kernel = onesweep::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::low, Variant, Bits>;
+      constexpr auto high_kernel = onesweep::onesweep_pass_kernel<K, V, Items, MinBlocks, digit_word::high, Variant, Bits>;
+      low = low_kernel;
+      high = high_kernel;
+      allow_dynamic_shared_memory<low_kernel>(device, smem_bytes);
+      allow_dynamic_shared_memory<high_kernel>(device, smem_bytes);
     }
   }
   //! Launches pass `a` (its shift relative to the whole key) on the kernel for its digit's word;
@@ -345,18 +346,16 @@ void lsd_run(context& ctx, const lsd_job<K, V>& job, const char* function) {
 #endif
     return;
   }
-  const int passes = lsd_passes(job.begin_bit, job.end_bit);
-  for (int p = 0; p < passes; ++p) {
-    const int shift = job.begin_bit + 8 * p;
-    const int bits = std::min(8, job.end_bit - shift);
+  const onesweep::digit_plan plan = make_digit_plan(job.begin_bit, job.end_bit, 8);  // the CUDA runs' passes
+  for (int p = 0; p < plan.passes; ++p) {
     const int src = (job.first_dst + p + 1) & 1, dst = (job.first_dst + p) & 1;
     const K* kin = p == 0 ? job.keys_in : job.keys[src];
-    K* kout = (p == passes - 1 && !job.keep_keys) ? nullptr : job.keys[dst];
+    K* kout = (p == plan.passes - 1 && !job.keep_keys) ? nullptr : job.keys[dst];
     if constexpr (!std::is_same_v<V, no_value>)
-      host_split_pass<K, V>(kin, kout, p == 0 ? job.vals_in : job.vals[src], job.vals[dst], job.n, shift, bits,
-                            job.kind);
+      host_split_pass<K, V>(kin, kout, p == 0 ? job.vals_in : job.vals[src], job.vals[dst], job.n, plan.shift[p],
+                            plan.bits[p], job.kind);
     else
-      host_split_pass<K, V>(kin, kout, nullptr, nullptr, job.n, shift, bits, job.kind);
+      host_split_pass<K, V>(kin, kout, nullptr, nullptr, job.n, plan.shift[p], plan.bits[p], job.kind);
   }
 }
 

@@ -1,12 +1,11 @@
 // canopy/core/detail/radix_hybrid.cuh — radix sort of 8-byte keys on CUDA as two LSD passes over
-// 16 bucket bits at the top of where the keys vary, then one segmented sort of the buckets.
+// 16 bucket bits at the top of where the keys vary, then a sort of each bucket in shared memory.
 //
 // Why: an LSD pass over 8-byte keys reads and writes 16 bytes per key (24 with a 4-byte value),
 // and a 64-bit window takes eight of them. Sorting by 16 high bits first (two passes) leaves
 // 65536 buckets in order; each bucket then only needs sorting by the bits below, which a block
 // does in shared memory in one read and one write (segmented_sort, bins by size). That is 3
-// instead of 8 (64-bit windows) or 6 (48-bit) round trips through memory when the bucket bits
-// spread the keys (after Stehle & Jacobsen 2017, who sort buckets locally once MSD passes have
+// instead of 8 round trips through memory (64-bit windows) when the bucket bits spread the keys (after Stehle & Jacobsen 2017, who sort buckets locally once MSD passes have
 // made them small). Measured in docs/performance/sort.md.
 //
 // Steps, all on the context's stream, none synchronising:
@@ -29,7 +28,7 @@
 //   6. Fallback: the plain LSD run over the whole window, gated on that word (its kernels exit at
 //      once when the word is 0), from the bucket-sorted keys. Stable either way, and the result is
 //      in the caller's buffers in both cases, as it is for a plain LSD run of an even pass count.
-// Taken only where hybrid_applies says; included by radix_sort.cu only.
+// Taken only where plan_hybrid says; included by radix_sort.cu only.
 #pragma once
 
 #include <canopy/core/detail/radix_engine.cuh>
@@ -37,7 +36,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <mutex>
 #include <type_traits>
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
@@ -70,12 +68,11 @@ struct hybrid_testing_hooks {
 hybrid_testing_hooks& hybrid_testing();
 
 constexpr int bucket_threads = 256;  // one scan thread per digit
-template <int Items>
-constexpr std::uint32_t bucket_cap = std::uint32_t(bucket_threads) * Items;
-inline std::uint32_t bucket_cap_of(int items) { return std::uint32_t(bucket_threads) * std::uint32_t(items); }
+//! Keys a bucket kernel of `items` items per thread holds.
+constexpr std::uint32_t bucket_cap(int items) { return std::uint32_t(bucket_threads) * std::uint32_t(items); }
 template <class K, class V, int Items>
 constexpr std::size_t bucket_smem_bytes =
-    std::size_t(bucket_threads / 32) * 256 * 4 + bucket_cap<Items> * (sizeof(K) + (std::is_same_v<V, no_value> ? 0 : sizeof(V)));
+    std::size_t(bucket_threads / 32) * 256 * 4 + bucket_cap(Items) * (sizeof(K) + (std::is_same_v<V, no_value> ? 0 : sizeof(V)));
 
 //! How a hybrid sort runs, or that it does not (use == false).
 struct hybrid_plan {
@@ -123,7 +120,7 @@ hybrid_plan plan_hybrid(const context& ctx, std::size_t n, int begin_bit, int en
   if (plan.radix_local ? !radix_fits : !segsort_fits) return plan;
   plan.use = true;
   plan.items = plan.radix_local ? items : 0;
-  plan.max_bucket = plan.radix_local ? bucket_cap_of(items) : hybrid_max_bucket;
+  plan.max_bucket = plan.radix_local ? bucket_cap(items) : hybrid_max_bucket;
   if (hooks.max_bucket != 0) plan.max_bucket = std::min(plan.max_bucket, hooks.max_bucket);
   return plan;
 }
@@ -140,7 +137,7 @@ struct hybrid_window_less {
 };
 
 //! Bits [lo, hi) set (0 <= lo <= hi <= 64).
-__device__ __forceinline__ std::uint64_t bit_range(int lo, int hi) {
+CANOPY_HD CANOPY_FORCEINLINE std::uint64_t bit_range(int lo, int hi) {
   const std::uint64_t below_hi = hi >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << hi) - 1;
   const std::uint64_t below_lo = lo >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << lo) - 1;
   return below_hi & ~below_lo;
@@ -283,7 +280,7 @@ static __global__ void __launch_bounds__(guard_threads)
 }
 
 //! Step 5, radix variant: block b sorts bucket b, [offsets[b], offsets[b + 1]) (at most
-//! bucket_cap<Items> keys: the guard checked), stably by the ordered key's bits [lo_bit, *hi_word)
+//! bucket_cap(Items) keys: the guard checked), stably by the ordered key's bits [lo_bit, *hi_word)
 //! (below the bucket bits; the bits above are equal within a bucket), in shared memory: LSD over
 //! 8-bit digits, each pass the onesweep ranking (per-warp digit counts by shared atomics, a scan
 //! over (digit, warp), then each warp ranks its keys in position order with ballots, so equal
@@ -299,7 +296,7 @@ __global__ void __launch_bounds__(bucket_threads) bucket_radix_kernel(K* keys, V
   extern __shared__ __align__(16) unsigned char bucket_smem[];
   std::uint32_t* counters = reinterpret_cast<std::uint32_t*>(bucket_smem);  // [warps][256]
   K* s_keys = reinterpret_cast<K*>(bucket_smem + warps * 256 * 4);
-  V* s_vals = reinterpret_cast<V*>(s_keys + bucket_cap<Items>);  // pairs only
+  V* s_vals = reinterpret_cast<V*>(s_keys + bucket_cap(Items));  // pairs only
   __shared__ std::uint32_t s_warp_sums[warps];
   const std::uint32_t begin = offsets[blockIdx.x];
   const std::uint32_t m = offsets[blockIdx.x + 1] - begin;
@@ -380,19 +377,6 @@ __global__ void __launch_bounds__(bucket_threads) bucket_radix_kernel(K* keys, V
   }
 }
 
-//! Sets the opt-in dynamic shared memory limit of `Kernel` to `bytes`, once per device (a host-side
-//! attribute; thread-safe). Ordinals past the 64th set it on every call.
-template <auto Kernel>
-void allow_dynamic_shared_memory(int device, std::size_t bytes) {
-  constexpr int tracked = 64;
-  static std::once_flag once[tracked];
-  const auto set = [bytes] {
-    CANOPY_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-  };
-  if (device >= 0 && device < tracked) std::call_once(once[device], set);
-  else set();
-}
-
 template <class K, class V, int Items>
 void launch_bucket_radix(context& ctx, const lsd_job<K, V>& job, const std::uint32_t* offsets, const int* shift) {
   allow_dynamic_shared_memory<bucket_radix_kernel<K, V, Items>>(ctx.device().ordinal, bucket_smem_bytes<K, V, Items>);
@@ -421,14 +405,14 @@ void hybrid_run_cuda(context& ctx, const lsd_job<K, V>& job, const hybrid_plan& 
   const std::uint32_t n = std::uint32_t(job.n);
   const bool exact = plan_exact_bins(ctx.device());
   const std::uint32_t samples = plan_samples_for(job.n, exact);
-  if (exact) {
-    allow_dynamic_shared_memory<bucket_plan_kernel<K, true>>(ctx.device().ordinal, plan_smem_bytes<true>);
-    bucket_plan_kernel<K, true><<<1, plan_threads, plan_smem_bytes<true>, ctx.stream()>>>(
+  const auto plan_on = [&](auto exact_bins) {
+    constexpr bool Exact = decltype(exact_bins)::value;
+    if constexpr (Exact) allow_dynamic_shared_memory<bucket_plan_kernel<K, true>>(ctx.device().ordinal, plan_smem_bytes<true>);
+    bucket_plan_kernel<K, Exact><<<1, plan_threads, plan_smem_bytes<Exact>, ctx.stream()>>>(
         job.keys[0], n, samples, job.begin_bit, job.end_bit, job.kind, plan.max_bucket, shift, hybrid_on, bad);
-  } else {
-    bucket_plan_kernel<K, false><<<1, plan_threads, plan_smem_bytes<false>, ctx.stream()>>>(
-        job.keys[0], n, samples, job.begin_bit, job.end_bit, job.kind, plan.max_bucket, shift, hybrid_on, bad);
-  }
+  };
+  if (exact) plan_on(std::true_type{});
+  else plan_on(std::false_type{});
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::bucket_plan_kernel");
 
   // Two passes over bits [*shift, *shift + 16), unless step 1 turned the hybrid off: back in
@@ -440,17 +424,14 @@ void hybrid_run_cuda(context& ctx, const lsd_job<K, V>& job, const hybrid_plan& 
   top.run_if = hybrid_on;
   lsd_run_cuda(ctx, top, function);
 
-  const std::uint32_t max_bucket = plan.max_bucket;
   bucket_bounds_kernel<K><<<unsigned((std::size_t(n) + 256) / 256), 256, 0, ctx.stream()>>>(
-      job.keys[0], n, shift, hybrid_on, job.end_bit, job.kind, max_bucket, offsets, bad);
+      job.keys[0], n, shift, hybrid_on, job.end_bit, job.kind, plan.max_bucket, offsets, bad);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::bucket_bounds_kernel");
   bucket_guard_kernel<<<1, guard_threads, 0, ctx.stream()>>>(offsets, hybrid_on, bad, fallback,
                                                              hybrid_testing().fallback_probe);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::bucket_guard_kernel");
 
-  const K window = K(((job.end_bit >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << job.end_bit) - 1)) &
-                     ~((std::uint64_t(1) << job.begin_bit) - 1));
-  const hybrid_window_less<K> comp{window, job.kind};
+  const hybrid_window_less<K> comp{K(bit_range(job.begin_bit, job.end_bit)), job.kind};
   if (plan.radix_local) {
     if (plan.items == 12) launch_bucket_radix<K, V, 12>(ctx, job, offsets, shift);
     else launch_bucket_radix<K, V, 20>(ctx, job, offsets, shift);
