@@ -4,7 +4,9 @@
 // (docs/performance/sort.md). CUDA only. Each timing is the median of --runs CUDA-event runs after
 // --warmup runs; the input is restored by a device copy outside the timed region. Keys are uniform
 // random and non-zero; every variant's keys (and values) are compared with CUB's, and a mismatch
-// makes the exit status 1.
+// makes the exit status 1. Every row is an LSD run (the "library LSD" row with the default shape);
+// radix_sort_* takes the hybrid of radix_hybrid.cuh for 8-byte keys over 64-bit windows instead,
+// which canopy-bench measures.
 //
 //   canopy-radix-tuning [--sizes 26,28] [--runs 20] [--warmup 3]
 //                       [--filter u32_keys,u32_u32_pairs,u64_keys,u64_48bit_keys,u64_u32_pairs]
@@ -170,7 +172,7 @@ struct sort_case {
   template <class... Tiles>
   void sweep() {
     const auto regime = cd::onesweep_regime_of(ctx.device());
-    run<void>(regime == cd::onesweep_regime::bandwidth_bound ? "library (bandwidth_bound)" : "library (compute_bound)");
+    run<void>(regime == cd::onesweep_regime::bandwidth_bound ? "library LSD (bandwidth_bound)" : "library LSD (compute_bound)");
     (run<Tiles>(label_of(Tiles::items, Tiles::min_blocks, Tiles::variant, Tiles::max_bits)), ...);
   }
 };

@@ -356,22 +356,27 @@ bool one_of(std::uint32_t got, const paths& ok) { return std::find(ok.begin(), o
 // choose.
 std::vector<int> local_sorts(bool cuda) { return cuda ? std::vector<int>{0, 2} : std::vector<int>{0}; }
 
-// Sets the hybrid sort's local-sort hook for a scope (CUDA builds).
+// Sets a test hook to `value` for a scope and restores what it held.
+template <class T>
+struct hook_scope {
+  hook_scope(T& hook, T value) : hook_(hook), saved_(hook) { hook_ = value; }
+  ~hook_scope() { hook_ = saved_; }
+  hook_scope(const hook_scope&) = delete;
+  hook_scope& operator=(const hook_scope&) = delete;
+
+ private:
+  T& hook_;
+  T saved_;
+};
+
+// Sets the hybrid sort's local-sort hook for a scope (CUDA builds; nothing to set on others).
 struct local_sort_scope {
-  explicit local_sort_scope(int mode) {
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
-    canopy::detail::hybrid_testing().local_sort = mode;
+  explicit local_sort_scope(int mode) : scope_(canopy::detail::hybrid_testing().local_sort, mode) {}
+  hook_scope<int> scope_;
 #else
-    (void)mode;
+  explicit local_sort_scope(int) {}
 #endif
-  }
-  ~local_sort_scope() {
-#if CANOPY_HAS_CUDA && defined(__CUDACC__)
-    canopy::detail::hybrid_testing().local_sort = 0;
-#endif
-  }
-  local_sort_scope(const local_sort_scope&) = delete;
-  local_sort_scope& operator=(const local_sort_scope&) = delete;
 };
 
 // Runs `body` with the hybrid sort's probe word set on CUDA and returns what it reported (above).
@@ -381,10 +386,7 @@ std::uint32_t probe_path(canopy::context& ctx, const std::function<void()>& body
   if (ctx.is_cuda()) {
     canopy::buffer<std::uint32_t> probe(ctx, 1);
     probe.assign(std::vector<std::uint32_t>{7u});
-    struct reset {
-      ~reset() { canopy::detail::hybrid_testing().fallback_probe = nullptr; }
-    } guard;
-    canopy::detail::hybrid_testing().fallback_probe = probe.data();
+    const hook_scope<std::uint32_t*> scope(canopy::detail::hybrid_testing().fallback_probe, probe.data());
     body();
     return probe.to_host()[0];
   }
@@ -576,10 +578,7 @@ TEST_F(CudaRadixSortLarge, HybridSampleSeesModerateSkewWithExactBins) {
 TEST_F(CudaRadixSortLarge, HybridBucketLimitIsExact) {
   using u64 = std::uint64_t;
   const std::size_t n = canopy::detail::hybrid_min_keys;
-  struct reset {
-    ~reset() { canopy::detail::hybrid_testing().max_bucket = 0; }
-  } guard;
-  canopy::detail::hybrid_testing().max_bucket = 1000;
+  const hook_scope<std::uint32_t> limit(canopy::detail::hybrid_testing().max_bucket, 1000u);
   for (int local : {1, 2})
   for (std::size_t big : {std::size_t(1000), std::size_t(1001)}) {
     const local_sort_scope scope(local);

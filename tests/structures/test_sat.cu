@@ -579,7 +579,7 @@ TEST_F(CudaSat, KeptScratchReadsNoStaleWordsAcrossBuildsLayoutsAndEpochWraps) {
     canopy::buffer<std::uint8_t> image(ctx(), img.size());
     image.assign(img);
     canopy::buffer<std::uint32_t> table(ctx(), img.size()), none(ctx(), 0);
-    if (st.near_wrap) kept.epoch = canopy::detail::sat_kept_scratch::epoch_limit - 2;
+    if (st.near_wrap) kept.epoch = canopy::detail::kept_epoch_limit - 2;
     canopy::sat_options opt;
     opt.algorithm = canopy::sat_algorithm::single_pass;
     canopy::detail::build_sat_kept<std::uint8_t, std::uint32_t>(ctx(), image.view(), st.w, st.h, st.c, table.view(),
@@ -591,7 +591,7 @@ TEST_F(CudaSat, KeptScratchReadsNoStaleWordsAcrossBuildsLayoutsAndEpochWraps) {
       if (got[i] != std::uint32_t(ref[i]) && bad++ < 3) ADD_FAILURE() << "entry " << i;
     EXPECT_EQ(bad, 0u);
     EXPECT_GE(kept.epoch, 1u);
-    EXPECT_LT(kept.epoch, canopy::detail::sat_kept_scratch::epoch_limit);
+    EXPECT_LT(kept.epoch, canopy::detail::kept_epoch_limit);
   }
 }
 

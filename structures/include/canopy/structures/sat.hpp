@@ -150,7 +150,6 @@ namespace detail {
 //! epoch wraps); see detail/sat_kernels.cuh, look_back_protocol::tagged.
 struct sat_kept_scratch {
   explicit sat_kept_scratch(context& ctx) : bytes(ctx, 0) {}
-  static constexpr unsigned epoch_limit = kept_epoch_limit;  //!< detail/kept_epoch.hpp
   buffer<unsigned char> bytes;
   unsigned epoch = 0;  //!< the last build's epoch; 0: none since the last clear
 };

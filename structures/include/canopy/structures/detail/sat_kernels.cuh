@@ -207,7 +207,6 @@ enum class look_back_protocol { flags, tagged };
 //    words of earlier epochs of the same owner, which read as empty) and the owner clears it on
 //    allocation and before the 30-bit epoch wraps.
 using tagged_word = unsigned long long;
-constexpr unsigned tagged_epoch_limit = sat_kept_scratch::epoch_limit;  // canopy::detail
 
 template <class Table>
 __device__ __forceinline__ void store_tagged(tagged_word* p, unsigned epoch, unsigned status, Table v) {
