@@ -3,6 +3,7 @@
 #include "common/backends.hpp"
 
 #include <canopy/core/reduce.hpp>
+#include <canopy/core/scan.hpp>
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
 #include <canopy/core/detail/reduce_dispatch.cuh>
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <limits>
 #include <numeric>
@@ -196,5 +198,81 @@ TEST_F(CudaReduce, BulkKernelMatchesHost) {
     EXPECT_EQ(bulk_max, n >= 4 * 4096) << n;  // the same conditions as the sum above
     if (bulk_max) EXPECT_EQ(got(), 5000) << "bulk max n=" << n;
   }
+}
+
+// The streamed reduction folds its partials in the last block to finish, counted on a word of the
+// context's kept counters that each launch must leave at zero: reductions queued back to back (no
+// synchronisation between them, different inputs, scans in between that use the neighbouring tile
+// counter) must each be right, and a float sum must be the same bits every time.
+TEST_F(CudaReduce, BulkLaunchesBackToBackLeaveTheirCounterClear) {
+  canopy::context& ctx = this->ctx();
+  using canopy::plus;
+  if (canopy::detail::reduce_bulk_blocks_per_sm<std::int32_t, plus<std::int32_t>, 256, 16384, 6>(ctx) == 0)
+    GTEST_SKIP() << "no sm_90 streamed reduction on " << ctx.device().name;
+  const std::size_t n = (std::size_t(1) << 22) + 12345, rounds = 8;
+  std::mt19937 rng(5);
+  std::vector<std::vector<std::int32_t>> inputs(rounds, std::vector<std::int32_t>(n));
+  std::vector<canopy::buffer<std::int32_t>> bufs;
+  std::vector<std::int32_t> want;
+  for (auto& h : inputs) {
+    for (auto& x : h) x = std::int32_t(rng() % 2001) - 1000;
+    bufs.emplace_back(ctx, n);
+    bufs.back().assign(h);
+    want.push_back(std::accumulate(h.begin(), h.end(), 0));
+  }
+  ctx.synchronize();
+  canopy::buffer<std::int32_t> out(ctx, rounds), scanned(ctx, n);
+  out.fill_bytes(0x5a);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    canopy::reduce<std::int32_t>(ctx, bufs[r].view(), out.view().subspan(r, 1), 0, plus<std::int32_t>{});
+    if (r % 3 == 1) canopy::inclusive_scan<std::int32_t>(ctx, bufs[r].view(), scanned.view(), plus<std::int32_t>{});
+  }
+  EXPECT_EQ(out.to_host(), want);
+  std::vector<std::int32_t> scan_want(n);
+  std::inclusive_scan(inputs[7].begin(), inputs[7].end(), scan_want.begin());
+  EXPECT_TRUE(scanned.to_host() == scan_want) << "the scan sharing the counter words";
+
+  std::vector<float> hf(n);
+  for (auto& x : hf) x = float(rng() % 100000) * 1e-3f - 37.f;
+  canopy::buffer<float> fin(ctx, n), fout(ctx, 5);
+  fin.assign(hf);
+  for (std::size_t r = 0; r < 5; ++r)
+    canopy::reduce<float>(ctx, fin.view(), fout.view().subspan(r, 1), 0.f, plus<float>{});
+  const std::vector<float> sums = fout.to_host();
+  double exact = 0;
+  for (float x : hf) exact += x;
+  for (std::size_t r = 1; r < 5; ++r)
+    EXPECT_EQ(std::memcmp(&sums[r], &sums[0], sizeof(float)), 0) << "run " << r << ": " << sums[r] << " vs " << sums[0];
+  EXPECT_NEAR(sums[0], exact, 1e-6 * double(n) * 100);
+}
+
+// A reduction captured into a CUDA graph takes a zeroed scratch counter (a replay must not depend on
+// the kept counters' state), and replays over new inputs while uncaptured reductions run between.
+TEST_F(CudaReduce, GraphCaptureReplaysBulkReduction) {
+  canopy::context& ctx = this->ctx();
+  const std::size_t n = (std::size_t(3) << 20) + 7;
+  canopy::buffer<std::int32_t> in(ctx, n), out(ctx, 1), other(ctx, 1);
+  in.assign(std::vector<std::int32_t>(n, 1));
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(ctx.stream(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  canopy_test::capture_guard guard{ctx.stream()};
+  canopy::reduce<std::int32_t>(ctx, in.view(), out.view(), 0, canopy::plus<std::int32_t>{});
+  ASSERT_EQ(cudaStreamEndCapture(ctx.stream(), &graph), cudaSuccess);
+  guard.stream = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  std::mt19937 rng(78);
+  for (int replay = 0; replay < 4; ++replay) {
+    std::vector<std::int32_t> a(n);
+    for (auto& x : a) x = std::int32_t(rng() % 2001) - 1000;
+    in.assign(a);
+    ASSERT_EQ(cudaGraphLaunch(exec, ctx.stream()), cudaSuccess);
+    canopy::reduce<std::int32_t>(ctx, in.view(), other.view(), 0, canopy::plus<std::int32_t>{});
+    const std::int32_t want = std::accumulate(a.begin(), a.end(), 0);
+    ASSERT_EQ(out.to_host()[0], want) << "replay " << replay;
+    ASSERT_EQ(other.to_host()[0], want) << "replay " << replay << ": uncaptured";
+  }
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
 }
 #endif

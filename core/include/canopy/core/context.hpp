@@ -129,7 +129,9 @@ class context {
   //! (stream_capturing): a replayed graph would reuse one epoch.
   struct tile_descriptors {
     void* storage = nullptr;          //!< descriptor_bytes x tiles: zero, or words of earlier epochs
-    unsigned* tile_counter = nullptr; //!< zero when the kernel starts; the kernel leaves it zero
+    //! The first of 64 counter words, all zero when a kernel starts; every kernel leaves them zero.
+    //! Word 0: the tile counter of scan and select; word 1: reduce's count of finished blocks.
+    unsigned* tile_counter = nullptr;
     unsigned epoch = 0;               //!< this call's, in [1, max_tile_epoch]
   };
   static constexpr unsigned max_tile_epoch = detail::kept_epoch_limit - 1;

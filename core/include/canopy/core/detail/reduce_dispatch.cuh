@@ -1,8 +1,8 @@
 // canopy/core/detail/reduce_dispatch.cuh — CUDA reduce dispatch: a grid sized to the machine folds
-// the input into one partial per block (the streamed bulk-copy kernel for commutative operators on
-// aligned inputs of at least four chunks on sm_90, else the register kernel); the register kernel
-// with one block folds the partials into the result. Small inputs take the one-block launch
-// directly. Asynchronous on ctx.stream().
+// the input into one partial per block. The streamed bulk-copy kernel (commutative operators on
+// aligned inputs of at least four chunks on sm_90) folds the partials in its last block; otherwise
+// the register kernel with one block folds them in a second launch. Small inputs take the one-block
+// launch directly. Asynchronous on ctx.stream().
 #pragma once
 
 #include <canopy/core/buffer.hpp>
@@ -59,7 +59,9 @@ int reduce_bulk_blocks_per_sm(const context& ctx) {
 }
 
 //! Reduction through reduce_bulk_kernel (commutative operators, 16-byte aligned input, sm_90), one
-//! wave of blocks (at most `max_grid` when not 0: tests); false (nothing launched) where it does not apply.
+//! wave of blocks (at most `max_grid` when not 0: tests) and one launch: the kernel's done counter is
+//! a word of the context's kept counters (context::keep_tile_descriptors, zero between calls), or of
+//! a zeroed scratch while the stream is captured. False (nothing launched) where it does not apply.
 template <class T, class Op, int Block, int ChunkBytes, int Stages>
 bool cuda_reduce_bulk(context& ctx, const T* in, std::size_t n, T* result, T identity, Op op,
                       std::size_t max_grid = 0) {
@@ -74,11 +76,12 @@ bool cuda_reduce_bulk(context& ctx, const T* in, std::size_t n, T* result, T ide
         std::min<std::size_t>(std::size_t(per_sm) * std::max(ctx.device().multiprocessors, 1), n / chunk_items);
     if (max_grid != 0) blocks = std::min(blocks, max_grid);
     buffer<T> partial(ctx, blocks);
-    reduce_kernel_params<T, Op> p{in, n, 0, partial.data(), identity, op};
+    // No look-back descriptors, only the counter words; word 0 is the scan/select tile counter.
+    single_pass_state<unsigned> counters(ctx, 0);
+    reduce_kernel_params<T, Op> p{in, n, 0, partial.data(), identity, op, result, counters.counter + 1};
     reduce_bulk_kernel<T, Op, Block, ChunkBytes, Stages>
         <<<static_cast<unsigned>(blocks), Block, std::size_t(ChunkBytes) * Stages, ctx.stream()>>>(p);
     CANOPY_CUDA_CHECK_LAUNCH("canopy::reduce_bulk_kernel");
-    launch_reduce<T, Op>(ctx, static_cast<const T*>(partial.data()), blocks, result, 1, identity, op);
     return true;
   }
 }

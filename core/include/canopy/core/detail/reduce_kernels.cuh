@@ -11,7 +11,8 @@
 //
 // reduce_bulk_kernel (sm_90, commutative operators, 16-byte aligned input) streams chunks of the
 // input into shared-memory stages with the copy engine (bulk copies completing on mbarriers), so
-// the bytes in flight per SM are bounded by shared memory rather than registers.
+// the bytes in flight per SM are bounded by shared memory rather than registers, and the last block
+// to finish folds the blocks' partials: one launch per reduction.
 #pragma once
 
 #include <canopy/core/detail/scan_kernels.cuh>
@@ -30,7 +31,27 @@ struct reduce_kernel_params {
   T* out;                     // one value per block
   T identity;
   Op op;
+  // reduce_bulk_kernel only: the result, and a counter that is zero when the kernel starts (the
+  // kernel leaves it zero).
+  T* result = nullptr;
+  unsigned* done = nullptr;
 };
+
+//! A value another block wrote and published with __threadfence, read past the (incoherent) L1.
+template <class T>
+__device__ __forceinline__ T load_from_l2(const T* p) {
+  T v;
+  if constexpr (sizeof(T) % 4 == 0 && alignof(T) >= 4) {
+    unsigned* w = reinterpret_cast<unsigned*>(&v);
+#pragma unroll
+    for (std::size_t i = 0; i < sizeof(T) / 4; ++i) w[i] = __ldcg(reinterpret_cast<const unsigned*>(p) + i);
+  } else {
+    unsigned char* b = reinterpret_cast<unsigned char*>(&v);
+#pragma unroll
+    for (std::size_t i = 0; i < sizeof(T); ++i) b[i] = reinterpret_cast<const volatile unsigned char*>(p)[i];
+  }
+  return v;
+}
 
 //! Folds the warps' totals of a block in warp order (s_warp: one slot per warp) and writes the
 //! block's total to out[blockIdx.x]. Every thread of the block must call it (one barrier).
@@ -109,7 +130,10 @@ __global__ void __launch_bounds__(BlockThreads) reduce_kernel(reduce_kernel_para
 //! gridDim.x) of CHUNK_BYTES each, which the copy engine brings into STAGES shared-memory stages
 //! STAGES chunks ahead; each thread folds its 16-byte vectors of a stage, a barrier frees the stage,
 //! and lane 0 of warp 0 refills it. Elements past the last whole chunk are folded with ordinary
-//! loads, spread over all blocks. One partial per block in p.out. Requires a 16-byte aligned input.
+//! loads, spread over all blocks. Each block writes its partial to p.out[b] and counts itself done
+//! on p.done; the block that counts last folds the G partials in block order into *p.result and
+//! zeroes p.done again. The chunk assignment and both folds are fixed, so the result does not vary
+//! from run to run. Requires a 16-byte aligned input.
 template <class T, class Op, int BlockThreads, int ChunkBytes, int Stages>
 __global__ void __launch_bounds__(BlockThreads) reduce_bulk_kernel(reduce_kernel_params<T, Op> p) {
 #if CANOPY_HAS_BULK_COPY
@@ -164,6 +188,28 @@ __global__ void __launch_bounds__(BlockThreads) reduce_bulk_kernel(reduce_kernel
     lane_total = p.op(lane_total, p.in[i]);
 
   store_block_total<Warps>(warp_reduce_ordered(lane_total, p.op), s_warp, p.op, p.out);
+
+  // The last block to finish folds the partials (the pattern of threadFenceReduction in the CUDA
+  // samples): each partial is made visible device-wide before its block is counted.
+  __shared__ bool s_last;
+  if (threadIdx.x == 0) {
+    __threadfence();
+    s_last = atomicAdd(p.done, 1u) == unsigned(gridDim.x) - 1;
+  }
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  T folded = p.identity;
+  for (std::size_t b = threadIdx.x; b < grid; b += BlockThreads) folded = p.op(folded, load_from_l2(p.out + b));
+  folded = warp_reduce_ordered(folded, p.op);
+  if (lane_id() == 0) s_warp[threadIdx.x / 32] = folded;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int w = 1; w < Warps; ++w) folded = p.op(folded, s_warp[w]);
+    *p.result = folded;
+    *p.done = 0u;
+  }
 #else
   __trap();  // the dispatch never launches this kernel on a device without bulk copies
 #endif
