@@ -294,7 +294,10 @@ __device__ __forceinline__ void lane_look_back_tagged(int count, unsigned epoch,
 //! and the empty words before it decide whether the window is complete; the channel's carry gets
 //! the sum (warp butterfly) of its words up to that inclusive one. Lean polling: only the lanes
 //! whose word is still empty and lies before the channel's nearest inclusive one read it again.
-template <int C, class Table, class WordsOf>
+//! Probe: the first read takes the nearest predecessor alone (lane 0), the others only once it is
+//! not inclusive (persistent blocks: 8K RGBA8 65.0% -> 66.2% of copy; one tile per block lost 1.2
+//! points with it, docs/sat.md).
+template <bool Probe, int C, class Table, class WordsOf>
 __device__ __forceinline__ void warp_look_back_tagged(int count, unsigned epoch, WordsOf words_of, Table (&carry)[C]) {
   const int lane = int(threadIdx.x) & 31;
   constexpr unsigned all = (1u << C) - 1u;
@@ -308,7 +311,7 @@ __device__ __forceinline__ void warp_look_back_tagged(int count, unsigned epoch,
     for (int c = 0; c < C; ++c) {
       w[c] = 0;
       st[c] = k < count ? 0u : flag_inclusive;  // past the first tile: an inclusive prefix of 0
-      first[c] = 32;
+      first[c] = Probe && base == 0 ? 0 : 32;
     }
     for (;;) {
       bool ready = true;
@@ -575,7 +578,11 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
   static_assert(!Prefetch || units > 0, "prefetch needs whole 16-byte units per segment");
   constexpr bool tagged = Protocol == look_back_protocol::tagged;
   static_assert(!tagged || sizeof(Table) == 4, "tagged descriptors hold 4-byte values");
-  constexpr int tagged_window = 2;  // predecessors a lane reads at once in the row / column look-backs
+  // Predecessors a lane reads at once in the tagged row / column look-backs (measured, docs/sat.md,
+  // session 7): two in the row look-backs of persistent blocks, which often pass over tiles to the
+  // left still in flight; one otherwise, where the nearest predecessor is nearly always done and a
+  // second read is wasted L2 traffic (RGBA32F 8K kept 74% -> 78% of copy, RGBA8 8K 65% -> 66%).
+  constexpr int row_window = Prefetch ? 2 : 1, col_window = 1;
   extern __shared__ uint4 s_prefetch[];
   __shared__ tile_shared<Table, C> sh;
   auto& s_warp_col = sh.warp_col;
@@ -745,7 +752,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
         if (lane == 0) stamp(stamp_rows_published);
         if (tj > 0 && has_row) {
           const unsigned row_start = unsigned(ti * tiles_x);
-          lane_look_back_tagged<tagged_window, C>(
+          lane_look_back_tagged<row_window, C>(
               tj, d.epoch,
               [&](int k, int c) {
                 return d.row_word + (std::size_t(row_start + unsigned(tj - 1 - k)) * C + std::size_t(c)) * 32 + row;
@@ -809,7 +816,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
       for (int c = 0; c < C; ++c) corner[c] = Table(0);
       if constexpr (tagged) {
         if (ti > 0 && tj > 0)
-          warp_look_back_tagged<C>(
+          warp_look_back_tagged<Prefetch, C>(
               ti, d.epoch, [&](int k) { return d.corner_word + std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * C; },
               corner);
       } else if (ti > 0 && tj > 0) {
@@ -854,7 +861,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
       if constexpr (tagged) {
         if (g == 0 && lane == 0) stamp(stamp_cols_published);
         if (ti > 0) {
-          lane_look_back_tagged<tagged_window, C>(
+          lane_look_back_tagged<col_window, C>(
               ti, d.epoch,
               [&](int k, int c) {
                 return d.col_word + (std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * C + std::size_t(c)) * tile_cols + x;
