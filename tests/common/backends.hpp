@@ -83,6 +83,38 @@ struct capture_guard {
     (void)cudaGetLastError();
   }
 };
+
+//! The calls `record` makes on ctx's stream, captured into a CUDA graph and instantiated (both
+//! destroyed with the object). A failed capture or instantiation is a test failure, and ok() is false.
+struct captured_graph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  template <class Record>
+  captured_graph(canopy::context& ctx, Record&& record) {
+    const cudaError_t begun = cudaStreamBeginCapture(ctx.stream(), cudaStreamCaptureModeThreadLocal);
+    if (begun != cudaSuccess) {
+      ADD_FAILURE() << "cudaStreamBeginCapture: " << cudaGetErrorString(begun);
+      return;
+    }
+    capture_guard guard{ctx.stream()};  // ends the capture if a call in `record` throws
+    record();
+    const cudaError_t ended = cudaStreamEndCapture(ctx.stream(), &graph);
+    guard.stream = nullptr;
+    if (ended != cudaSuccess) {
+      ADD_FAILURE() << "cudaStreamEndCapture: " << cudaGetErrorString(ended);
+      return;
+    }
+    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    if (made != cudaSuccess) ADD_FAILURE() << "cudaGraphInstantiate: " << cudaGetErrorString(made);
+  }
+  captured_graph(const captured_graph&) = delete;
+  captured_graph& operator=(const captured_graph&) = delete;
+  ~captured_graph() {
+    if (exec != nullptr) EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+    if (graph != nullptr) EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  }
+  bool ok() const { return exec != nullptr; }
+};
 #endif
 
 //! A host context for the oracle side of GPU-vs-host comparisons.

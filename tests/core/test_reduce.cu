@@ -253,26 +253,19 @@ TEST_F(CudaReduce, GraphCaptureReplaysBulkReduction) {
   const std::size_t n = (std::size_t(3) << 20) + 7;
   canopy::buffer<std::int32_t> in(ctx, n), out(ctx, 1), other(ctx, 1);
   in.assign(std::vector<std::int32_t>(n, 1));
-  cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaStreamBeginCapture(ctx.stream(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
-  canopy_test::capture_guard guard{ctx.stream()};
-  canopy::reduce<std::int32_t>(ctx, in.view(), out.view(), 0, canopy::plus<std::int32_t>{});
-  ASSERT_EQ(cudaStreamEndCapture(ctx.stream(), &graph), cudaSuccess);
-  guard.stream = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  const canopy_test::captured_graph captured(
+      ctx, [&] { canopy::reduce<std::int32_t>(ctx, in.view(), out.view(), 0, canopy::plus<std::int32_t>{}); });
+  ASSERT_TRUE(captured.ok());
   std::mt19937 rng(78);
   for (int replay = 0; replay < 4; ++replay) {
     std::vector<std::int32_t> a(n);
     for (auto& x : a) x = std::int32_t(rng() % 2001) - 1000;
     in.assign(a);
-    ASSERT_EQ(cudaGraphLaunch(exec, ctx.stream()), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(captured.exec, ctx.stream()), cudaSuccess);
     canopy::reduce<std::int32_t>(ctx, in.view(), other.view(), 0, canopy::plus<std::int32_t>{});
     const std::int32_t want = std::accumulate(a.begin(), a.end(), 0);
     ASSERT_EQ(out.to_host()[0], want) << "replay " << replay;
     ASSERT_EQ(other.to_host()[0], want) << "replay " << replay << ": uncaptured";
   }
-  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
-  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
 }
 #endif

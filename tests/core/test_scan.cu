@@ -472,23 +472,19 @@ TEST_F(CudaScan, GraphCaptureReplaysWithFreshDescriptors) {
   // A call before the capture leaves descriptors in the kept store; the graph must not see them.
   canopy::inclusive_scan<std::int32_t>(ctx, in.view(), out.view(), canopy::plus<std::int32_t>{});
   ctx.synchronize();
-  cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaStreamBeginCapture(ctx.stream(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
-  canopy_test::capture_guard guard{ctx.stream()};  // ends the capture if a call below throws
-  EXPECT_TRUE(ctx.stream_capturing());
-  canopy::inclusive_scan<std::int32_t>(ctx, in.view(), out.view(), canopy::plus<std::int32_t>{});
-  canopy::select_if<std::int32_t>(ctx, in.view(), kept.view(), count.view(), odd_value{});
-  ASSERT_EQ(cudaStreamEndCapture(ctx.stream(), &graph), cudaSuccess);
-  guard.stream = nullptr;
+  const canopy_test::captured_graph captured(ctx, [&] {
+    EXPECT_TRUE(ctx.stream_capturing());
+    canopy::inclusive_scan<std::int32_t>(ctx, in.view(), out.view(), canopy::plus<std::int32_t>{});
+    canopy::select_if<std::int32_t>(ctx, in.view(), kept.view(), count.view(), odd_value{});
+  });
+  ASSERT_TRUE(captured.ok());
   EXPECT_FALSE(ctx.stream_capturing());
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
   std::mt19937 rng(77);
   for (int replay = 0; replay < 4; ++replay) {
     std::vector<std::int32_t> a(n);
     for (auto& x : a) x = std::int32_t(rng() % 2001) - 1000;
     in.assign(a);
-    ASSERT_EQ(cudaGraphLaunch(exec, ctx.stream()), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(captured.exec, ctx.stream()), cudaSuccess);
     // Uncaptured calls between replays use (and advance) the kept store.
     canopy::buffer<std::int32_t> other(ctx, n);
     canopy::inclusive_scan<std::int32_t>(ctx, in.view(), other.view(), canopy::plus<std::int32_t>{});
@@ -503,8 +499,6 @@ TEST_F(CudaScan, GraphCaptureReplaysWithFreshDescriptors) {
     got.resize(odd.size());
     ASSERT_TRUE(got == odd) << "replay " << replay << ": select";
   }
-  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
-  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
 }
 
 TEST_F(CudaScan, SegmentedLargeMatchesHost) {

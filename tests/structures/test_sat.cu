@@ -605,18 +605,12 @@ TEST_F(CudaSat, GraphCaptureReplaysWithFreshScratch) {
   image.assign(make_image<std::uint8_t>(w, h, c, distribution::uniform_full, 500));
   sat.build<std::uint8_t>(image.view(), w, h, c);  // sizes the table and leaves words in the kept scratch
   ctx().synchronize();
-  cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaStreamBeginCapture(ctx().stream(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
-  canopy_test::capture_guard guard{ctx().stream()};  // ends the capture if a call below throws
-  sat.build<std::uint8_t>(image.view(), w, h, c);
-  ASSERT_EQ(cudaStreamEndCapture(ctx().stream(), &graph), cudaSuccess);
-  guard.stream = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  const canopy_test::captured_graph captured(ctx(), [&] { sat.build<std::uint8_t>(image.view(), w, h, c); });
+  ASSERT_TRUE(captured.ok());
   for (int replay = 0; replay < 3; ++replay) {
     const auto img = make_image<std::uint8_t>(w, h, c, distribution::uniform_full, 600 + replay);
     image.assign(img);
-    ASSERT_EQ(cudaGraphLaunch(exec, ctx().stream()), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(captured.exec, ctx().stream()), cudaSuccess);
     ctx().synchronize();
     std::vector<std::uint32_t> got(sat.table().size());
     ASSERT_EQ(cudaMemcpy(got.data(), sat.table().data(), got.size() * sizeof(std::uint32_t), cudaMemcpyDeviceToHost),
@@ -629,8 +623,6 @@ TEST_F(CudaSat, GraphCaptureReplaysWithFreshScratch) {
     // An uncaptured build between replays uses (and advances) the kept scratch.
     sat.build<std::uint8_t>(image.view(), w, h, c);
   }
-  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
-  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
 }
 #endif
 
