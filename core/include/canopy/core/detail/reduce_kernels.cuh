@@ -37,33 +37,17 @@ struct reduce_kernel_params {
   unsigned* done = nullptr;
 };
 
-//! A value another block wrote and published with __threadfence, read past the (incoherent) L1.
-template <class T>
-__device__ __forceinline__ T load_from_l2(const T* p) {
-  T v;
-  if constexpr (sizeof(T) % 4 == 0 && alignof(T) >= 4) {
-    unsigned* w = reinterpret_cast<unsigned*>(&v);
-#pragma unroll
-    for (std::size_t i = 0; i < sizeof(T) / 4; ++i) w[i] = __ldcg(reinterpret_cast<const unsigned*>(p) + i);
-  } else {
-    unsigned char* b = reinterpret_cast<unsigned char*>(&v);
-#pragma unroll
-    for (std::size_t i = 0; i < sizeof(T); ++i) b[i] = reinterpret_cast<const volatile unsigned char*>(p)[i];
-  }
-  return v;
-}
-
 //! Folds the warps' totals of a block in warp order (s_warp: one slot per warp) and writes the
-//! block's total to out[blockIdx.x]. Every thread of the block must call it (one barrier).
+//! block's total to *dst. Every thread of the block must call it (one barrier).
 template <int Warps, class T, class Op>
-__device__ __forceinline__ void store_block_total(T warp_total, T* s_warp, Op op, T* out) {
+__device__ __forceinline__ void store_block_total(T warp_total, T* s_warp, Op op, T* dst) {
   if (lane_id() == 0) s_warp[threadIdx.x / 32] = warp_total;
   __syncthreads();
   if (threadIdx.x == 0) {
     T block_total = s_warp[0];
 #pragma unroll
     for (int w = 1; w < Warps; ++w) block_total = op(block_total, s_warp[w]);
-    out[blockIdx.x] = block_total;
+    *dst = block_total;
   }
 }
 
@@ -123,7 +107,7 @@ __global__ void __launch_bounds__(BlockThreads) reduce_kernel(reduce_kernel_para
     for (int u = 1; u < Unroll; ++u) lane_total[0] = p.op(lane_total[0], lane_total[u]);
     total = warp_reduce_ordered(lane_total[0], p.op);
   }
-  store_block_total<Warps>(total, s_warp, p.op, p.out);
+  store_block_total<Warps>(total, s_warp, p.op, p.out + blockIdx.x);
 }
 
 //! Streamed reduction of a commutative operator (sm_90). Block b folds the chunks b, b + G, ... (G =
@@ -187,7 +171,7 @@ __global__ void __launch_bounds__(BlockThreads) reduce_bulk_kernel(reduce_kernel
        i += grid * BlockThreads)
     lane_total = p.op(lane_total, p.in[i]);
 
-  store_block_total<Warps>(warp_reduce_ordered(lane_total, p.op), s_warp, p.op, p.out);
+  store_block_total<Warps>(warp_reduce_ordered(lane_total, p.op), s_warp, p.op, p.out + blockIdx.x);
 
   // The last block to finish folds the partials (the pattern of threadFenceReduction in the CUDA
   // samples): each partial is made visible device-wide before its block is counted.
@@ -200,16 +184,9 @@ __global__ void __launch_bounds__(BlockThreads) reduce_bulk_kernel(reduce_kernel
   if (!s_last) return;
   __threadfence();
   T folded = p.identity;
-  for (std::size_t b = threadIdx.x; b < grid; b += BlockThreads) folded = p.op(folded, load_from_l2(p.out + b));
-  folded = warp_reduce_ordered(folded, p.op);
-  if (lane_id() == 0) s_warp[threadIdx.x / 32] = folded;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-#pragma unroll
-    for (int w = 1; w < Warps; ++w) folded = p.op(folded, s_warp[w]);
-    *p.result = folded;
-    *p.done = 0u;
-  }
+  for (std::size_t b = threadIdx.x; b < grid; b += BlockThreads) folded = p.op(folded, load_l2(p.out + b));
+  store_block_total<Warps>(warp_reduce_ordered(folded, p.op), s_warp, p.op, p.result);
+  if (threadIdx.x == 0) *p.done = 0u;
 #else
   __trap();  // the dispatch never launches this kernel on a device without bulk copies
 #endif

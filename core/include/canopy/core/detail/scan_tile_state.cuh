@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace canopy {
 namespace detail {
@@ -71,6 +72,29 @@ __device__ __forceinline__ T shfl_down(const T& v, unsigned delta) {
 }
 
 __device__ __forceinline__ unsigned lane_id() { return threadIdx.x & 31u; }
+
+//! A value of any trivially copyable type read through L2 (ld.global.cg), never from an L1 line
+//! that may be stale: for data another block of the same kernel published behind a fence.
+template <class T>
+__device__ __forceinline__ T load_l2(const T* p) {
+  if constexpr (std::is_floating_point_v<T> || (std::is_integral_v<T> && sizeof(T) >= 4)) {
+    return __ldcg(p);
+  } else if constexpr (sizeof(T) % 4 == 0 && alignof(T) >= 4) {
+    shuffle_words<T> w;
+#pragma unroll
+    for (int i = 0; i < shuffle_words<T>::count; ++i) w.w[i] = __ldcg(reinterpret_cast<const unsigned*>(p) + i);
+    T r;
+    memcpy(&r, &w, sizeof(T));
+    return r;
+  } else {
+    unsigned char b[sizeof(T)];
+#pragma unroll
+    for (std::size_t i = 0; i < sizeof(T); ++i) b[i] = reinterpret_cast<const volatile unsigned char*>(p)[i];
+    T r;
+    memcpy(&r, b, sizeof(T));
+    return r;
+  }
+}
 
 //! Inclusive scan across the 32 lanes of a warp in lane order (op(lower lane, higher lane)).
 template <class T, class Op>

@@ -12,6 +12,7 @@
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
 #include <canopy/core/detail/bulk_copy.cuh>
+#include <canopy/core/detail/scan_tile_state.cuh>  // load_l2
 #include <canopy/structures/detail/sat_functors.cuh>
 
 #include <cstdint>
@@ -165,9 +166,6 @@ __device__ __forceinline__ void publish_flag_single(unsigned* flag, unsigned val
   atomicExch(flag, value);
 }
 
-// Descriptor values are read through L2 (never a stale L1 line) once their flag has been seen.
-template <class T>
-__device__ __forceinline__ T load_l2(const T* p) { return __ldcg(p); }
 
 //! Which lanes of a look-back re-read their flag while the warp waits (the Poll template parameter).
 //! all: every lane of the window, every round (32 flags a round: up to 32 L2 sectors for the column
