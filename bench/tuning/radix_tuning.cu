@@ -48,6 +48,7 @@ struct tile {
 std::string label_of(int items, int min_blocks, int variant, int max_bits) {
   std::string s = std::to_string(items) + "x" + std::to_string(min_blocks);
   if (variant & cd::onesweep::variant::stage_values) s += " staged-values";
+  if (variant & cd::onesweep::variant::narrow_look_back) s += " narrow-look-back";
   if (max_bits > 8) s += " digits<=" + std::to_string(max_bits);
   return s;
 }
@@ -177,37 +178,39 @@ struct sort_case {
   }
 };
 
-// Candidate shapes. ptxas (sm_90, nvcc 13.0) spill stores: u32 keys 32x3 8 B; u64 keys 10x4 12 B
-// (word kernels), 26x2 12 B in the whole-key kernel only (digits straddling bit 32); u32/u32 pairs
-// 24x2 16 B, 23x2 staged 8 B; 0 in every other shape checked (not checked: u64 keys 14x3, u64/u32
-// pairs 16x2 unstaged and 14x2 staged). Defaults: compute_bound 26x3, 24x2, 16x3, 18x2 (H200
-// sweeps); bandwidth_bound 30x3, 22x2 staged, 26x2, 18x2 (H100, round 3). docs/performance/sort.md
-// also records variants tried and removed (evict-first loads, values staged apart).
+// Candidate shapes (session 8: the look-back width against the best shapes of earlier rounds;
+// docs/performance/sort.md has the earlier sweeps). ptxas (sm_90, nvcc 13.0) spill stores: u64 keys
+// 26x2 8 B (variant 0) / 28 B (narrow look-back) and 28x2 narrow 56 B, in the whole-key kernel only
+// (digits straddling bit 32, the hybrid's bucket passes); u32/u32 pairs 24x2 staged + narrow 28 B,
+// u64/u32 pairs 18x2 staged + narrow 36 B; 0 in every other shape here. Defaults: compute_bound
+// 26x3, 24x2, 16x3, 18x2 (H200 sweeps); bandwidth_bound 30x3, 24x2 narrow, 26x2 narrow, 18x2
+// narrow (H100).
 void sweep_u32_keys(canopy::context& ctx, int lg) {
   sort_case<std::uint32_t, no_value> c(ctx, "u32_keys", lg, 32);
-  c.sweep<tile<20, 3>, tile<26, 3>, tile<28, 3>, tile<30, 3>, tile<32, 3>, tile<32, 2>, tile<36, 2>, tile<40, 2>,
-          tile<16, 4>>();
+  constexpr int N = cd::onesweep::variant::narrow_look_back;
+  c.sweep<tile<30, 3>, tile<32, 3>, tile<30, 3, N>>();
 }
 
 void sweep_u32_u32_pairs(canopy::context& ctx, int lg) {
   constexpr int S = cd::onesweep::variant::stage_values;
   sort_case<std::uint32_t, std::uint32_t> c(ctx, "u32_u32_pairs", lg, 32);
-  c.sweep<tile<16, 3>, tile<18, 3>, tile<20, 2>, tile<22, 2>, tile<24, 2>, tile<16, 3, S>, tile<20, 2, S>,
-          tile<21, 2, S>, tile<22, 2, S>, tile<23, 2, S>>();
+  constexpr int N = cd::onesweep::variant::narrow_look_back;
+  c.sweep<tile<22, 2, S>, tile<24, 2>, tile<20, 2, N>, tile<22, 2, N>, tile<24, 2, N>, tile<26, 2, N>,
+          tile<22, 2, S | N>, tile<24, 2, S | N>>();
 }
 
 template <int EndBit>
 void sweep_u64_keys(canopy::context& ctx, int lg) {
   sort_case<std::uint64_t, no_value> c(ctx, EndBit == 64 ? "u64_keys" : "u64_48bit_keys", lg, EndBit);
-  c.sweep<tile<16, 3>, tile<24, 2>, tile<26, 2>, tile<16, 3, 0, 10>, tile<18, 2, 0, 10>, tile<20, 2, 0, 10>,
-          tile<22, 2, 0, 10>, tile<24, 2, 0, 10>, tile<26, 2, 0, 10>, tile<28, 2, 0, 10>>();
+  constexpr int N = cd::onesweep::variant::narrow_look_back;
+  c.sweep<tile<26, 2>, tile<24, 2, N>, tile<26, 2, N>, tile<28, 2, N>>();
 }
 
 void sweep_u64_u32_pairs(canopy::context& ctx, int lg) {
   constexpr int S = cd::onesweep::variant::stage_values;
   sort_case<std::uint64_t, std::uint32_t> c(ctx, "u64_u32_pairs", lg, 64);
-  c.sweep<tile<16, 2>, tile<18, 2>, tile<14, 2, S>, tile<16, 2, S>, tile<14, 2, 0, 10>, tile<16, 2, 0, 10>,
-          tile<18, 2, 0, 10>, tile<16, 2, S, 10>>();
+  constexpr int N = cd::onesweep::variant::narrow_look_back;
+  c.sweep<tile<18, 2>, tile<16, 2, N>, tile<18, 2, N>, tile<20, 2, N>, tile<18, 2, S | N>>();
 }
 
 

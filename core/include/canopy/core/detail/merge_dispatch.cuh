@@ -98,28 +98,6 @@ struct merge_no_hook {
   void operator()(int) const {}
 };
 
-//! Launches kernel<<<grid, block, 0, stream>>>(args...), with programmatic dependent launch
-//! (cudaLaunchAttributeProgrammaticStreamSerialization) when `pdl`: the kernel may then be
-//! scheduled while the previous kernel of the stream finishes its last blocks; it waits for that
-//! kernel in merge_pdl_trigger_and_wait before it touches memory.
-template <class... Params, class... Args>
-void merge_launch(bool pdl, void (*kernel)(Params...), unsigned grid, unsigned block, cudaStream_t stream,
-                  const char* what, Args... args) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(grid);
-  config.blockDim = dim3(block);
-  config.dynamicSmemBytes = 0;
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs = pdl ? 1 : 0;
-  const cudaError_t status = cudaLaunchKernelEx(&config, kernel, Params(args)...);
-  // A refused launch is reported here (throw_cuda_error also clears it from the runtime).
-  if (status != cudaSuccess) throw_cuda_error(static_cast<int>(status), what, __FILE__, __LINE__);
-}
-
 //! Sorts n >= 2 items on ctx's stream: one tile-sort pass (SortThreads x Items items per tile), then
 //! ceil(log2(sorted tiles)) merge passes (MergeThreads x Items outputs per block; SortThreads is a
 //! multiple of MergeThreads, so no merge tile straddles two pairs of runs) ping-ponging with a
@@ -160,27 +138,27 @@ void merge_sort_cuda(context& ctx, Key* keys, Value* values, std::size_t n, Comp
   constexpr int SortMinBlocks = Shape::sort_min_blocks;
   constexpr int TileCode = Shape::tile_code;
   if (passes)
-    merge_launch(false,
+    launch_dependent(false,
                  merge_block_sort_kernel<Key, Value, HasValues, SortThreads, Items, SampleLog2, SortMinBlocks, TileCode,
                                          Comp>,
-                 unsigned(sort_tiles), SortThreads, stream, "launch of canopy::merge_sort (tile sort)",
+                 unsigned(sort_tiles), SortThreads, 0, stream, "launch of canopy::merge_sort (tile sort)",
                  static_cast<const Key*>(keys), static_cast<const Value*>(values), src_k, src_v, n, sample_ptr, comp);
   else
-    merge_launch(false,
+    launch_dependent(false,
                  merge_block_sort_kernel<Key, Value, HasValues, SortThreads, Items, 0, SortMinBlocks, TileCode, Comp>,
-                 unsigned(sort_tiles), SortThreads, stream, "launch of canopy::merge_sort (tile sort)",
+                 unsigned(sort_tiles), SortThreads, 0, stream, "launch of canopy::merge_sort (tile sort)",
                  static_cast<const Key*>(keys), static_cast<const Value*>(values), src_k, src_v, n, sample_ptr, comp);
   hook(0);
   for (std::size_t w = sort_tile; w < n; w *= 2) {
     const unsigned partition_blocks = unsigned((tiles + 1 + 255) / 256);
-    merge_launch(pdl, merge_partition_kernel<Key, Comp, Shape::partition_ways, SampleLog2>, partition_blocks, 256,
+    launch_dependent(pdl, merge_partition_kernel<Key, Comp, Shape::partition_ways, SampleLog2>, partition_blocks, 256, 0,
                  stream, "launch of canopy::merge_sort (partition)", static_cast<const Key*>(src_k), n, w, tile, tiles,
                  splits.data(), static_cast<const Key*>(sample_ptr), comp);
     hook(1);
-    merge_launch(pdl,
+    launch_dependent(pdl,
                  merge_pass_kernel<Key, Value, HasValues, MergeThreads, Items, Shape::warp_store,
                                    Shape::merge_min_blocks, SampleLog2, Comp>,
-                 unsigned(tiles), MergeThreads, stream, "launch of canopy::merge_sort (merge pass)",
+                 unsigned(tiles), MergeThreads, 0, stream, "launch of canopy::merge_sort (merge pass)",
                  static_cast<const Key*>(src_k), static_cast<const Value*>(src_v), dst_k, dst_v, n, w,
                  static_cast<const std::size_t*>(splits.data()), sample_ptr, comp);
     hook(2);

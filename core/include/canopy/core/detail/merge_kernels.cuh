@@ -17,6 +17,7 @@
 #pragma once
 
 #include <canopy/core/config.hpp>
+#include <canopy/core/detail/dependent_launch.cuh>
 
 #include <cstddef>
 #include <cstdint>
@@ -82,16 +83,6 @@ __device__ __forceinline__ Index merge_path_wide(const Key* a, Index a_len, cons
     else lo = mid + 1;
   }
   return lo;
-}
-
-//! Programmatic dependent launch (sm_90): lets the next kernel of the stream be scheduled while
-//! this one finishes its last blocks, and makes this kernel wait for the previous one before it
-//! touches memory. No-ops on older devices and for kernels launched without the attribute.
-__device__ __forceinline__ void merge_pdl_trigger_and_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
 }
 
 //! Synchronises a group of G threads: the block when G == BlockThreads, else G lanes of a warp.
@@ -421,7 +412,7 @@ template <class Key, class Value, bool HasValues, int Threads, int Items, int Sa
 __global__ void __launch_bounds__(Threads, MinBlocks)
     merge_block_sort_kernel(const Key* in_k, const Value* in_v, Key* out_k, Value* out_v, std::size_t n,
                             Key* samples, Comp comp) {
-  merge_pdl_trigger_and_wait();
+  dependent_launch_trigger_and_wait();
   constexpr int tile = Threads * Items;
   __shared__ group_storage<Key, Value, HasValues, tile> s;
   const std::size_t base = std::size_t(blockIdx.x) * tile;
@@ -527,7 +518,7 @@ __device__ __forceinline__ std::size_t merge_split_sampled(const Key* in, const 
 template <class Key, class Comp, int Ways = 2, int SampleLog2 = 0>
 __global__ void merge_partition_kernel(const Key* in, std::size_t n, std::size_t width, std::size_t tile,
                                        std::size_t tiles, std::size_t* splits, const Key* samples, Comp comp) {
-  merge_pdl_trigger_and_wait();
+  dependent_launch_trigger_and_wait();
   const std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j > tiles) return;
   const std::size_t p = j * tile < n ? j * tile : n;
@@ -624,7 +615,7 @@ template <class Key, class Value, bool HasValues, int Threads, int Items, bool W
 __global__ void __launch_bounds__(Threads, MinBlocks) merge_pass_kernel(const Key* in_k, const Value* in_v, Key* out_k,
                                                              Value* out_v, std::size_t n, std::size_t width,
                                                              const std::size_t* splits, Key* samples, Comp comp) {
-  merge_pdl_trigger_and_wait();
+  dependent_launch_trigger_and_wait();
   constexpr int tile = Threads * Items;
   __shared__ group_storage<Key, Value, HasValues, tile> s;
   const std::size_t p0 = std::size_t(blockIdx.x) * tile;

@@ -13,6 +13,7 @@
 #include <canopy/core/buffer.hpp>
 #include <canopy/core/error.hpp>
 #include <canopy/core/for_each.hpp>
+#include <canopy/core/detail/dependent_launch.cuh>
 #include <canopy/core/detail/overlap.hpp>
 #include <canopy/core/detail/radix_onesweep_kernels.cuh>
 #include <canopy/core/detail/split_host.cuh>
@@ -107,21 +108,27 @@ inline onesweep_regime onesweep_regime_of(const device_info& d) {
 //! (onesweep::variant). Swept at 2^26 and 2^28 (docs/performance/sort.md):
 //! - compute_bound, on an H200: u32 keys 26 items x 3 blocks (of 16-26), u32/u32 pairs 24x2 (of
 //!   16-26), u64 keys 16x3 (of 12-20), u64/u32 pairs 18x2 (of 12-20);
-//! - bandwidth_bound, on an H100 (round 3): u32 keys 30x3 (of 16-40), u32/u32 pairs 22x2 with
-//!   staged values (of 12-24, staged or not), u64 keys 26x2 (of 10-28: larger tiles at two blocks
-//!   beat 16x3 by 4-8% there), u64/u32 pairs 18x2 as on the H200 (of 14-18, staged or not).
-//! Pairs with 8-byte values were not measured on either; they take 16x2.
+//! - bandwidth_bound, on an H100 (round 3): u32 keys 30x3 (of 16-40), u64 keys 26x2 (of 10-28:
+//!   larger tiles at two blocks beat 16x3 by 4-8% there), u64/u32 pairs 18x2 as on the H200 (of
+//!   14-18, staged or not); session 8: records of 16 bytes and more (u64 keys, u32/u32 and u64/u32
+//!   pairs) read their look-back one predecessor at a time (variant::narrow_look_back: 3-5% faster
+//!   there, 2.5% slower for u32 keys), and u32/u32 pairs then take 24x2 unstaged (of 20-26, staged
+//!   or not; 26x2 measured 0.2-0.5% faster but needs 105 KiB a block, over the 99 KiB of sm_86).
+//! Pairs with 8-byte values were not measured on either; they take 16x2 with the look-back window.
 template <class K, class V, onesweep_regime R = onesweep_regime::compute_bound>
 struct onesweep_default {
   static constexpr bool keys_only = std::is_same_v<V, no_value>;
   static constexpr bool four_byte = sizeof(K) == 4 && (keys_only || sizeof(V) == 4);
   static constexpr bool bandwidth_bound = R == onesweep_regime::bandwidth_bound;
   static constexpr int items = keys_only   ? (sizeof(K) == 4 ? (bandwidth_bound ? 30 : 26) : (bandwidth_bound ? 26 : 16))
-                               : four_byte ? (bandwidth_bound ? 22 : 24)
+                               : four_byte ? 24
                                : sizeof(V) == 4 ? 18
                                                 : 16;
   static constexpr int min_blocks = keys_only && !(bandwidth_bound && sizeof(K) == 8) ? 3 : 2;
-  static constexpr int variant = bandwidth_bound && four_byte && !keys_only ? onesweep::variant::stage_values : 0;
+  //! Records of 16 bytes and more a pass (8-byte keys, u32/u32 and u64/u32 pairs) read one
+  //! look-back predecessor at a time on the H100; 8-byte values were not measured and keep the window.
+  static constexpr bool narrow = bandwidth_bound && (keys_only ? sizeof(K) == 8 : sizeof(V) == 4);
+  static constexpr int variant = narrow ? onesweep::variant::narrow_look_back : 0;
   //! 8-bit digits on both classes. Digits of up to 10 bits (seven passes for 64-bit keys, five for
   //! 48-bit) were measured on the H100 at 2^26 and 2^28 and lost: a 9-bit pass costs about 10% more
   //! than an 8-bit one and a 10-bit pass about 40% more, so 64-bit keys broke even and 48-bit keys
@@ -223,12 +230,13 @@ struct pass_kernels {
   }
   //! Launches pass `a` (its shift relative to the whole key) on the kernel for its digit's word;
   //! a digit placed on the device (shift_base) may lie anywhere, so it takes the whole-key kernel.
-  void launch(onesweep::pass_args<K, V> a, int bits, unsigned tiles, cudaStream_t stream) const {
+  //! `pdl`: with programmatic dependent launch (the kernel waits for the previous one itself).
+  void launch(onesweep::pass_args<K, V> a, int bits, unsigned tiles, cudaStream_t stream, bool pdl) const {
     kernel_t kernel = whole;
     if (words && a.shift_base == nullptr && a.shift >= 32) kernel = high, a.shift -= 32;
     else if (words && a.shift_base == nullptr && a.shift + bits <= 32) kernel = low;
-    kernel<<<tiles, onesweep::shape<K, V, Items, MinBlocks, Bits>::threads, smem_bytes, stream>>>(a);
-    CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::onesweep_pass_kernel");
+    launch_dependent(pdl, kernel, tiles, unsigned(onesweep::shape<K, V, Items, MinBlocks, Bits>::threads), smem_bytes,
+                     stream, "canopy::detail::onesweep::onesweep_pass_kernel", a);
   }
 };
 
@@ -266,11 +274,14 @@ void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
   os::digit_histogram_kernel<K><<<hist_blocks, os::hist_threads, 0, ctx.stream()>>>(job.keys_in, n, plan, job.kind, hist,
                                                                                    job.run_if, job.shift_base);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::digit_histogram_kernel");
-  os::digit_offsets_kernel<<<plan.passes, os::offsets_threads, 0, ctx.stream()>>>(hist, plan, job.run_if);
-  CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::onesweep::digit_offsets_kernel");
+  // sm_90: the offsets kernel and every pass are launched with programmatic dependent launch, so
+  // each is scheduled while its predecessor runs its last tiles (H100: 0.5-1% at 2^26, session 8).
+  const bool pdl = ctx.device().compute_capability_major >= 9;
+  launch_dependent(pdl, os::digit_offsets_kernel, unsigned(plan.passes), unsigned(os::offsets_threads), 0, ctx.stream(),
+                   "canopy::detail::onesweep::digit_offsets_kernel", hist, plan, job.run_if);
 
   const int device = ctx.device().ordinal;
-  const pass_kernels<K, V, Items, MinBlocks, Variant, 8> narrow(device);
+  const pass_kernels<K, V, Items, MinBlocks, Variant, 8> eight_bit(device);
   for (int p = 0; p < plan.passes; ++p) {
     const int src = (job.first_dst + p + 1) & 1, dst = (job.first_dst + p) & 1;
     os::pass_args<K, V> a;
@@ -296,18 +307,18 @@ void lsd_run_cuda_shaped(context& ctx, const lsd_job<K, V>& job) {
     if constexpr (MaxBits >= 9) {
       if (bits == 9) {
         const pass_kernels<K, V, Items, MinBlocks, Variant, 9> k9(device);
-        k9.launch(a, bits, unsigned(tiles), ctx.stream());
+        k9.launch(a, bits, unsigned(tiles), ctx.stream(), pdl);
         continue;
       }
     }
     if constexpr (MaxBits >= 10) {
       if (bits == 10) {
         const pass_kernels<K, V, Items, MinBlocks, Variant, 10> k10(device);
-        k10.launch(a, bits, unsigned(tiles), ctx.stream());
+        k10.launch(a, bits, unsigned(tiles), ctx.stream(), pdl);
         continue;
       }
     }
-    narrow.launch(a, bits, unsigned(tiles), ctx.stream());
+    eight_bit.launch(a, bits, unsigned(tiles), ctx.stream(), pdl);
   }
 }
 

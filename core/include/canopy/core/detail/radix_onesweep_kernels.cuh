@@ -27,6 +27,7 @@
 // Look-back words pack a 2-bit flag over a 30-bit count, hence n < 2^30 per call.
 #pragma once
 
+#include <canopy/core/detail/dependent_launch.cuh>
 #include <canopy/core/detail/split_host.cuh>
 #include <canopy/core/key_traits.hpp>
 
@@ -76,6 +77,12 @@ namespace variant {
 //! instead of following it; after ranking each thread reads back its own values and, after one
 //! more block barrier, places them. Index variants (values = positions) are unaffected.
 constexpr int stage_values = 1;
+//! The look-back reads one predecessor's word per digit at a time instead of eight (a window of
+//! eight tiles per round trip). On the H100 the eight-word windows cost the 16-byte-record passes
+//! 3-5% (L2 requests that a tile mostly does not need: its nearest predecessor usually holds an
+//! inclusive prefix or is about to), while 8-byte keys gain from them (docs/performance/sort.md,
+//! session 8).
+constexpr int narrow_look_back = 2;
 }  // namespace variant
 
 //! Tile shape: 384 threads x `items` per thread; shared memory is dynamic (per-warp digit
@@ -263,6 +270,7 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
   __shared__ std::uint32_t s_warp_sums[L::word_span][L::scan_threads / 32];
   __shared__ std::uint32_t s_tile;
 
+  dependent_launch_trigger_and_wait();
   if (gated_off(a.run_if)) return;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   if (tid == 0) s_tile = atomicAdd(a.tile_counter, 1u);
@@ -427,8 +435,10 @@ __global__ void __launch_bounds__(384, MinBlocks) onesweep_pass_kernel(pass_args
   if (scanner) {
     // Windowed look-back, all of this thread's digits at once: the words of `window` predecessors
     // are read together, so a walk over many aggregate-only tiles costs one memory latency per
-    // window, not per tile, and a thread with several digits waits once for all of them.
-    constexpr int digits = L::digits_per_thread, window = 8;
+    // window, not per tile, and a thread with several digits waits once for all of them (one
+    // predecessor per read with variant::narrow_look_back).
+    constexpr int digits = L::digits_per_thread;
+    constexpr int window = (Variant & variant::narrow_look_back) != 0 ? 1 : 8;
     std::uint32_t prefix[digits];
     int j[digits];
     bool done[digits];
@@ -597,6 +607,7 @@ __global__ void __launch_bounds__(hist_threads) digit_histogram_kernel(const K* 
 constexpr int offsets_threads = 1024;
 static __global__ void __launch_bounds__(offsets_threads) digit_offsets_kernel(std::uint32_t* hist, digit_plan plan,
                                                                                       const std::uint32_t* run_if) {
+  dependent_launch_trigger_and_wait();
   if (gated_off(run_if)) return;
   __shared__ std::uint32_t s_warp[offsets_threads / 32];
   const int p = blockIdx.x, t = threadIdx.x, lane = t & 31, warp = t >> 5;
