@@ -183,12 +183,12 @@ struct sort_case {
 // 26x2 8 B (variant 0) / 28 B (narrow look-back) and 28x2 narrow 56 B, in the whole-key kernel only
 // (digits straddling bit 32, the hybrid's bucket passes); u32/u32 pairs 24x2 staged + narrow 28 B,
 // u64/u32 pairs 18x2 staged + narrow 36 B; 0 in every other shape here. Defaults: compute_bound
-// 26x3, 24x2, 16x3, 18x2 (H200 sweeps); bandwidth_bound 30x3, 24x2 narrow, 26x2 narrow, 18x2
-// narrow (H100).
+// (H200) 32x3, 26x2 narrow, 16x3, 18x2 narrow; bandwidth_bound (H100) 30x3, 26x2 narrow, 26x2,
+// 18x2 narrow.
 void sweep_u32_keys(canopy::context& ctx, int lg) {
   sort_case<std::uint32_t, no_value> c(ctx, "u32_keys", lg, 32);
   constexpr int N = cd::onesweep::variant::narrow_look_back;
-  c.sweep<tile<30, 3>, tile<32, 3>, tile<30, 3, N>>();
+  c.sweep<tile<30, 3>, tile<32, 3>, tile<30, 3, N>, tile<26, 3>, tile<26, 3, N>>();
 }
 
 void sweep_u32_u32_pairs(canopy::context& ctx, int lg) {
@@ -203,7 +203,7 @@ template <int EndBit>
 void sweep_u64_keys(canopy::context& ctx, int lg) {
   sort_case<std::uint64_t, no_value> c(ctx, EndBit == 64 ? "u64_keys" : "u64_48bit_keys", lg, EndBit);
   constexpr int N = cd::onesweep::variant::narrow_look_back;
-  c.sweep<tile<26, 2>, tile<24, 2, N>, tile<26, 2, N>, tile<28, 2, N>>();
+  c.sweep<tile<26, 2>, tile<24, 2, N>, tile<26, 2, N>, tile<28, 2, N>, tile<16, 3>, tile<16, 3, N>>();
 }
 
 void sweep_u64_u32_pairs(canopy::context& ctx, int lg) {

@@ -110,24 +110,27 @@ inline onesweep_regime onesweep_regime_of(const device_info& d) {
 //!   16-26), u64 keys 16x3 (of 12-20), u64/u32 pairs 18x2 (of 12-20);
 //! - bandwidth_bound, on an H100 (round 3): u32 keys 30x3 (of 16-40), u64 keys 26x2 (of 10-28:
 //!   larger tiles at two blocks beat 16x3 by 4-8% there), u64/u32 pairs 18x2 as on the H200 (of
-//!   14-18, staged or not); session 8: records of 16 bytes and more (u64 keys, u32/u32 and u64/u32
-//!   pairs) read their look-back one predecessor at a time (variant::narrow_look_back: 3-5% faster
-//!   there, 2.5% slower for u32 keys), and u32/u32 pairs then take 24x2 unstaged (of 20-26, staged
-//!   or not; 26x2 measured 0.2-0.5% faster but needs 105 KiB a block, over the 99 KiB of sm_86).
+//!   14-18, staged or not).
+//! Session 8 (both cards): pairs with 4-byte values read their look-back one predecessor at a time
+//! (variant::narrow_look_back; H100 +3-5%, H200 +0.5-2%); u32/u32 pairs then take 26x2 unstaged on
+//! both (H100 1.012 / 1.109, H200 1.141 / 1.151 against CUB, of 20-26 staged or not), and u32 keys
+//! on the H200 32x3 (1.225 / 1.216 against 1.184 / 1.170 for 26x3). Keys alone keep the window:
+//! u32 keys lose 2.5-3.5% without it on both cards, u64 keys 5% on the H200, and on the H100 the
+//! 2% that LSD runs of u64 keys gained came with 1% lost by the hybrid sort (its whole-key pass
+//! kernel spills 28 bytes instead of 8).
 //! Pairs with 8-byte values were not measured on either; they take 16x2 with the look-back window.
 template <class K, class V, onesweep_regime R = onesweep_regime::compute_bound>
 struct onesweep_default {
   static constexpr bool keys_only = std::is_same_v<V, no_value>;
   static constexpr bool four_byte = sizeof(K) == 4 && (keys_only || sizeof(V) == 4);
   static constexpr bool bandwidth_bound = R == onesweep_regime::bandwidth_bound;
-  static constexpr int items = keys_only   ? (sizeof(K) == 4 ? (bandwidth_bound ? 30 : 26) : (bandwidth_bound ? 26 : 16))
-                               : four_byte ? 24
+  static constexpr int items = keys_only   ? (sizeof(K) == 4 ? (bandwidth_bound ? 30 : 32) : (bandwidth_bound ? 26 : 16))
+                               : four_byte ? 26
                                : sizeof(V) == 4 ? 18
                                                 : 16;
   static constexpr int min_blocks = keys_only && !(bandwidth_bound && sizeof(K) == 8) ? 3 : 2;
-  //! Records of 16 bytes and more a pass (8-byte keys, u32/u32 and u64/u32 pairs) read one
-  //! look-back predecessor at a time on the H100; 8-byte values were not measured and keep the window.
-  static constexpr bool narrow = bandwidth_bound && (keys_only ? sizeof(K) == 8 : sizeof(V) == 4);
+  //! One look-back predecessor a read: pairs with 4-byte values.
+  static constexpr bool narrow = !keys_only && sizeof(V) == 4;
   static constexpr int variant = narrow ? onesweep::variant::narrow_look_back : 0;
   //! 8-bit digits on both classes. Digits of up to 10 bits (seven passes for 64-bit keys, five for
   //! 48-bit) were measured on the H100 at 2^26 and 2^28 and lost: a 9-bit pass costs about 10% more
