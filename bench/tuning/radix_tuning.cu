@@ -183,7 +183,7 @@ struct sort_case {
 // 26x2 8 B (variant 0) / 28 B (narrow look-back) and 28x2 narrow 56 B, in the whole-key kernel only
 // (digits straddling bit 32, the hybrid's bucket passes); u32/u32 pairs 24x2 staged + narrow 28 B,
 // u64/u32 pairs 18x2 staged + narrow 36 B; 0 in every other shape here. Defaults: compute_bound
-// (H200) 32x3, 26x2 narrow, 16x3, 18x2 narrow; bandwidth_bound (H100) 30x3, 26x2 narrow, 26x2,
+// (H200) 26x3, 26x2 narrow, 16x3, 18x2 narrow; bandwidth_bound (H100) 30x3, 26x2 narrow, 26x2,
 // 18x2 narrow.
 void sweep_u32_keys(canopy::context& ctx, int lg) {
   sort_case<std::uint32_t, no_value> c(ctx, "u32_keys", lg, 32);

@@ -113,8 +113,10 @@ inline onesweep_regime onesweep_regime_of(const device_info& d) {
 //!   14-18, staged or not).
 //! Session 8 (both cards): pairs with 4-byte values read their look-back one predecessor at a time
 //! (variant::narrow_look_back; H100 +3-5%, H200 +0.5-2%); u32/u32 pairs then take 26x2 unstaged on
-//! both (H100 1.012 / 1.109, H200 1.141 / 1.151 against CUB, of 20-26 staged or not), and u32 keys
-//! on the H200 32x3 (1.225 / 1.216 against 1.184 / 1.170 for 26x3). Keys alone keep the window:
+//! both (canopy-radix-tuning: H100 1.012 / 1.109, H200 1.141 / 1.151 against CUB, of 20-26 staged
+//! or not; canopy-bench on the H200: 1.111 / 1.115 against 1.105 / 1.106 before). u32 keys keep
+//! 26x3 on the H200: 32x3 measured 1.225 / 1.216 against 1.184 / 1.170 in canopy-radix-tuning but
+//! no faster in canopy-bench (1.172 / 1.167). Keys alone keep the window:
 //! u32 keys lose 2.5-3.5% without it on both cards, u64 keys 5% on the H200, and on the H100 the
 //! 2% that LSD runs of u64 keys gained came with 1% lost by the hybrid sort (its whole-key pass
 //! kernel spills 28 bytes instead of 8).
@@ -124,7 +126,7 @@ struct onesweep_default {
   static constexpr bool keys_only = std::is_same_v<V, no_value>;
   static constexpr bool four_byte = sizeof(K) == 4 && (keys_only || sizeof(V) == 4);
   static constexpr bool bandwidth_bound = R == onesweep_regime::bandwidth_bound;
-  static constexpr int items = keys_only   ? (sizeof(K) == 4 ? (bandwidth_bound ? 30 : 32) : (bandwidth_bound ? 26 : 16))
+  static constexpr int items = keys_only   ? (sizeof(K) == 4 ? (bandwidth_bound ? 30 : 26) : (bandwidth_bound ? 26 : 16))
                                : four_byte ? 26
                                : sizeof(V) == 4 ? 18
                                                 : 16;
