@@ -16,12 +16,15 @@
 //        group's size to the warp's running offset of that digit (shared atomic) and broadcasts
 //        the old value; rank = that value + peers on lower lanes (stable);
 //      - 256 threads, one to four digits each, look back over earlier tiles' words for their
-//        digits, eight tiles per read, until an INCLUSIVE prefix, then publish their own inclusive
-//        prefix (decoupled look-back over digit bins);
+//        digits, eight tiles per read (one with variant::narrow_look_back, which pairs take),
+//        until an INCLUSIVE prefix, then publish their own inclusive prefix (decoupled look-back
+//        over digit bins);
 //      - each warp places its records in shared memory in split order as soon as it has ranked
 //        them (the exchange buffers do not alias the counters), then the block writes them out
 //        so that each digit's run leaves the block contiguously (coalesced). Five barriers per
 //        tile, keys only or pairs (six for pairs with variant::stage_values).
+//   Every pass (and the offsets kernel) starts with dependent_launch_trigger_and_wait: on sm_90
+//   they are launched with programmatic dependent launch (radix_engine.cuh).
 //   Shapes (items per thread, blocks per SM, variant) are chosen per device class in
 //   radix_engine.cuh.
 // Look-back words pack a 2-bit flag over a 30-bit count, hence n < 2^30 per call.
