@@ -26,22 +26,30 @@ __device__ __forceinline__ void dependent_launch_trigger_and_wait() {
 #endif
 }
 
+//! A cudaLaunchKernelEx configuration of `grid` x `block` threads, `smem` bytes of dynamic shared
+//! memory on `stream`, with the first `count` of `attributes` (which must outlive the launch).
+inline cudaLaunchConfig_t launch_config(unsigned grid, unsigned block, std::size_t smem, cudaStream_t stream,
+                                        cudaLaunchAttribute* attributes, unsigned count) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(block);
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = attributes;
+  config.numAttrs = count;
+  return config;
+}
+
 //! Launches kernel<<<grid, block, smem, stream>>>(args...), with programmatic dependent launch
 //! when `pdl` (the kernel must start with dependent_launch_trigger_and_wait). A refused launch
 //! throws canopy::error naming `what` (throw_cuda_error also clears it from the runtime).
 template <class... Params, class... Args>
 void launch_dependent(bool pdl, void (*kernel)(Params...), unsigned grid, unsigned block, std::size_t smem,
                       cudaStream_t stream, const char* what, Args... args) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(grid);
-  config.blockDim = dim3(block);
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
   cudaLaunchAttribute attribute[1];
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs = pdl ? 1 : 0;
+  const cudaLaunchConfig_t config = launch_config(grid, block, smem, stream, attribute, pdl ? 1u : 0u);
   const cudaError_t status = cudaLaunchKernelEx(&config, kernel, Params(args)...);
   if (status != cudaSuccess) throw_cuda_error(static_cast<int>(status), what, __FILE__, __LINE__);
 }

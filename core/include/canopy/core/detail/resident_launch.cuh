@@ -5,6 +5,7 @@
 #pragma once
 
 #include <canopy/core/context.hpp>
+#include <canopy/core/detail/dependent_launch.cuh>
 #include <canopy/core/error.hpp>
 
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
@@ -65,16 +66,10 @@ int resident_blocks_per_sm(const context& ctx, int threads, std::size_t dynamic_
 template <class... Params, class... Args>
 bool launch_cooperative(void (*kernel)(Params...), unsigned grid, int threads, std::size_t dynamic_bytes,
                         cudaStream_t stream, const char* what, Args&&... args) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(grid);
-  config.blockDim = dim3(unsigned(threads));
-  config.dynamicSmemBytes = dynamic_bytes;
-  config.stream = stream;
   cudaLaunchAttribute attribute[1];
   attribute[0].id = cudaLaunchAttributeCooperative;
   attribute[0].val.cooperative = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
+  const cudaLaunchConfig_t config = launch_config(grid, unsigned(threads), dynamic_bytes, stream, attribute, 1u);
   const cudaError_t launched = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
   if (launched == cudaErrorCooperativeLaunchTooLarge) {
     (void)cudaGetLastError();
