@@ -139,28 +139,31 @@ void merge_sort_cuda(context& ctx, Key* keys, Value* values, std::size_t n, Comp
   constexpr int TileCode = Shape::tile_code;
   if (passes)
     launch_dependent(false,
-                 merge_block_sort_kernel<Key, Value, HasValues, SortThreads, Items, SampleLog2, SortMinBlocks, TileCode,
-                                         Comp>,
-                 unsigned(sort_tiles), SortThreads, 0, stream, "launch of canopy::merge_sort (tile sort)",
-                 static_cast<const Key*>(keys), static_cast<const Value*>(values), src_k, src_v, n, sample_ptr, comp);
+                     merge_block_sort_kernel<Key, Value, HasValues, SortThreads, Items, SampleLog2, SortMinBlocks,
+                                             TileCode, Comp>,
+                     unsigned(sort_tiles), SortThreads, 0, stream, "launch of canopy::merge_sort (tile sort)",
+                     static_cast<const Key*>(keys), static_cast<const Value*>(values), src_k, src_v, n, sample_ptr,
+                     comp);
   else
     launch_dependent(false,
-                 merge_block_sort_kernel<Key, Value, HasValues, SortThreads, Items, 0, SortMinBlocks, TileCode, Comp>,
-                 unsigned(sort_tiles), SortThreads, 0, stream, "launch of canopy::merge_sort (tile sort)",
-                 static_cast<const Key*>(keys), static_cast<const Value*>(values), src_k, src_v, n, sample_ptr, comp);
+                     merge_block_sort_kernel<Key, Value, HasValues, SortThreads, Items, 0, SortMinBlocks, TileCode,
+                                             Comp>,
+                     unsigned(sort_tiles), SortThreads, 0, stream, "launch of canopy::merge_sort (tile sort)",
+                     static_cast<const Key*>(keys), static_cast<const Value*>(values), src_k, src_v, n, sample_ptr,
+                     comp);
   hook(0);
   for (std::size_t w = sort_tile; w < n; w *= 2) {
     const unsigned partition_blocks = unsigned((tiles + 1 + 255) / 256);
-    launch_dependent(pdl, merge_partition_kernel<Key, Comp, Shape::partition_ways, SampleLog2>, partition_blocks, 256, 0,
-                 stream, "launch of canopy::merge_sort (partition)", static_cast<const Key*>(src_k), n, w, tile, tiles,
-                 splits.data(), static_cast<const Key*>(sample_ptr), comp);
+    launch_dependent(pdl, merge_partition_kernel<Key, Comp, Shape::partition_ways, SampleLog2>, partition_blocks,
+                     256, 0, stream, "launch of canopy::merge_sort (partition)", static_cast<const Key*>(src_k), n,
+                     w, tile, tiles, splits.data(), static_cast<const Key*>(sample_ptr), comp);
     hook(1);
     launch_dependent(pdl,
-                 merge_pass_kernel<Key, Value, HasValues, MergeThreads, Items, Shape::warp_store,
-                                   Shape::merge_min_blocks, SampleLog2, Comp>,
-                 unsigned(tiles), MergeThreads, 0, stream, "launch of canopy::merge_sort (merge pass)",
-                 static_cast<const Key*>(src_k), static_cast<const Value*>(src_v), dst_k, dst_v, n, w,
-                 static_cast<const std::size_t*>(splits.data()), sample_ptr, comp);
+                     merge_pass_kernel<Key, Value, HasValues, MergeThreads, Items, Shape::warp_store,
+                                       Shape::merge_min_blocks, SampleLog2, Comp>,
+                     unsigned(tiles), MergeThreads, 0, stream, "launch of canopy::merge_sort (merge pass)",
+                     static_cast<const Key*>(src_k), static_cast<const Value*>(src_v), dst_k, dst_v, n, w,
+                     static_cast<const std::size_t*>(splits.data()), sample_ptr, comp);
     hook(2);
     std::swap(src_k, dst_k);
     std::swap(src_v, dst_v);

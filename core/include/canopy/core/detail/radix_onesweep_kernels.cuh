@@ -83,8 +83,9 @@ constexpr int stage_values = 1;
 //! The look-back reads one predecessor's word per digit at a time instead of eight (a window of
 //! eight tiles per round trip). On the H100 the eight-word windows cost the 16-byte-record passes
 //! 3-5% (L2 requests that a tile mostly does not need: its nearest predecessor usually holds an
-//! inclusive prefix or is about to), while 8-byte keys gain from them (docs/performance/sort.md,
-//! session 8).
+//! inclusive prefix or is about to), while u32 keys alone (8-byte records) gain from them and so
+//! do u64 keys on the H200 (docs/performance/sort.md, session 8). The defaults take it for pairs
+//! with 4-byte values (radix_engine.cuh, onesweep_default).
 constexpr int narrow_look_back = 2;
 }  // namespace variant
 
