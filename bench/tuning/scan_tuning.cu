@@ -145,14 +145,15 @@ struct scan_case {
   //! The persistent kernel with an explicit shape; a refused launch (fallback) is reported as a failure.
   //! `checked` false: a diagnostic shape whose output is wrong by design (timing only).
   template <class Shape>
-  void run_persistent(const char* label, bool checked = true) {
+  void run_persistent(const char* label, bool checked = true, std::size_t max_grid = 0) {
     const std::size_t n = in.size();
     const T zero = 0;
     out.fill_bytes(0);
     bool launched = true;
     const double ms = median_ms(ctx, [&] {
       launched = launched && canopy::detail::launch_persistent_scan<T, canopy::plus<T>, Shape>(
-                                 ctx, in.data(), out.data(), n, Exclusive ? &zero : nullptr, canopy::plus<T>{});
+                                 ctx, in.data(), out.data(), n, Exclusive ? &zero : nullptr, canopy::plus<T>{},
+                                 max_grid);
     });
     if (!launched) std::printf("%s: persistent launch refused\n", label);
     report(Exclusive ? "scan_excl" : "scan_incl", label, lg, Shape::block_threads, Shape::items, ms,
@@ -226,18 +227,19 @@ void sweep_scan_i32(canopy::context& ctx, int lg) {
   in.assign(scan_input<T>(n, 28, 7));
   auto c = make_scan_case<T, false>(ctx, lg, in, out);
   c.run_public("public inclusive_scan (dispatch)");
-  c.run<canopy::detail::tuning::plain_scan_shape<T>>("block per tile 128B x1024 (old default)");
-  constexpr unsigned L = canopy::detail::tuning::persist_plain_launch;
-  c.run_persistent<canopy::detail::tuning::plain_persistent_shape<T>>("persist 32KB x3 x2 (default)");
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F | L>>("persist 32KB x3 x2, plain launch");
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 2, F>>("persist 32KB x3 x2, look-back 2/lane");
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 4, F>>("persist 32KB x3 x2, look-back 4/lane");
+  constexpr unsigned S = canopy::detail::tuning::persist_plain_stores;
+  constexpr unsigned B64 = canopy::detail::tuning::persist_backoff_64;
+  constexpr unsigned B0 = canopy::detail::tuning::persist_no_backoff;
+  using def = canopy::detail::tuning::plain_persistent_shape<T>;
+  c.run_persistent<def>("persist 32KB x3 x2 (default)");
+  c.run_persistent<def>("persist default, grid <= 256", true, 256);
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F | S>>("persist 32KB x3 x2, plain stores");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F | B64>>("persist 32KB x3 x2, back-off <= 64ns");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F | B0>>("persist 32KB x3 x2, no back-off");
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F | S>>("persist plain stores, grid <= 256", true, 256);
   c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, X | F>>("DIAG persist 32KB x3 x2, NO look-back", false);
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2>>("persist 32KB x3 x2, normal loads");
-  c.run_persistent<persistent_scan_shape<T, 384, 4, 3, 3>>("persist 24KB x3 x3 blocks");
-  c.run_persistent<persistent_scan_shape<T, 512, 8, 3, 1>>("persist 64KB(512thr) x3 x1 block");
+  c.run_persistent<def>("persist 32KB x3 x2 (default, again)");
   c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P | F>>("32KB x3 x2 (default)");
-  c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P | X | F>>("32KB x3 x2 NO look-back");
 }
 
 void sweep_scan_i64(canopy::context& ctx, int lg) {
@@ -249,9 +251,11 @@ void sweep_scan_i64(canopy::context& ctx, int lg) {
   auto c = make_scan_case<T, true>(ctx, lg, in, out);
   c.run_public("public exclusive_scan (dispatch)");
   c.run<canopy::detail::tuning::plain_scan_shape<T>>("block per tile 128B x256 mb4 (old default)");
+  constexpr unsigned F = canopy::detail::tuning::persist_evict_first_loads;
+  constexpr unsigned S = canopy::detail::tuning::persist_plain_stores;
   c.run_persistent<canopy::detail::tuning::plain_persistent_shape<T>>("persist 32KB x3 x2 (default)");
-  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2>>("persist 32KB x3 x2, normal loads");
-  c.run_persistent<persistent_scan_shape<T, 384, 4, 3, 3>>("persist 24KB x3 x3 blocks");
+  c.run_persistent<canopy::detail::tuning::plain_persistent_shape<T>>("persist default, grid <= 256", true, 256);
+  c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F | S>>("persist 32KB x3 x2, plain stores");
 }
 
 // ---- select -------------------------------------------------------------------------------------

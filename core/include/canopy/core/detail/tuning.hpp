@@ -84,6 +84,12 @@ enum persistent_scan_option : unsigned {
   //! launch costs; the grid is still one wave from the occupancy query, but nothing guarantees its
   //! blocks are co-resident, e.g. under an MPS SM limit).
   persist_plain_launch = 32u,
+  //! Tuning only: plain write-back stores instead of evict-first (st.global.cs) ones.
+  persist_plain_stores = 64u,
+  //! Tuning only: look-back back-off capped at 64 ns instead of 256 ns.
+  persist_backoff_64 = 128u,
+  //! Tuning only: no back-off between look-back polls.
+  persist_no_backoff = 256u,
 };
 
 //! Persistent plain-scan shape (persistent_scan_kernel, sm_90): the tile is BlockThreads x Rows
@@ -98,8 +104,9 @@ struct persistent_scan_shape {
   static_assert(BlockThreads % 32 == 0 && BlockThreads >= 64, "whole warps, at least two (warp 1 issues copies)");
   static_assert(Stages >= 2, "the next tile must have a stage of its own");
   static constexpr int lookback_per_lane = LookBackPerLane;
-  static constexpr unsigned max_backoff_ns = 256;
-  static constexpr bool streaming = true;
+  static constexpr unsigned max_backoff_ns =
+      (Options & persist_no_backoff) != 0 ? 0u : (Options & persist_backoff_64) != 0 ? 64u : 256u;
+  static constexpr bool streaming = (Options & persist_plain_stores) == 0;
   static constexpr bool evict_first_loads = (Options & persist_evict_first_loads) != 0;
   static constexpr bool profile = (Options & persist_profile) != 0;
   static constexpr bool plain_launch = (Options & persist_plain_launch) != 0;
