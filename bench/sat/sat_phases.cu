@@ -14,6 +14,11 @@
 //                     fences), the whole descriptor region cleared by a memset before each build
 //   prefetch-epoch, tile-epoch - the same, but the scratch is kept and each build takes a new
 //                     epoch: only the tile counter is cleared per build
+//   prefetch-deferred - prefetch-epoch with deferred stores: each tile's table values wait in shared
+//                     memory and warps 2 and 3 store them during the next tile's look-backs
+//   loop-deferred   - the same persistent blocks without the prefetch (loads straight from global
+//                     memory at the start of each tile), which leaves room for two blocks per SM
+//                     with 16-byte pixels
 // For RGBA32F the prefetch variants copy each warp row with 512 contiguous bytes per cp.async
 // instruction (prefetch_slot); the library does not take them (prefetch-epoch for RGBA32F measured
 // against tile-epoch in session 7, docs/sat.md).
@@ -36,6 +41,7 @@
 
 #include <canopy/core/config.hpp>
 #include <canopy/structures/detail/sat_kernels.cuh>
+#include <canopy/core/detail/resident_launch.cuh>
 #include <canopy/structures/detail/sat_scratch.cuh>
 
 #include <cuda_runtime.h>
@@ -57,6 +63,10 @@ namespace {
 
 int g_sms = 0;
 bool g_ok = true;
+// CANOPY_SAT_PHASES_COOPERATIVE=1: persistent variants launched as the library does (cooperative
+// launch, largest shared-memory carveout) instead of a plain launch.
+// 2: cooperative launch only; 3: plain launch with the largest carveout.
+int g_cooperative = 0;
 
 enum class variant {
   prefetch_diagonal,
@@ -69,7 +79,9 @@ enum class variant {
   prefetch_epoch,
   tile_tagged,
   tile_epoch,
-  last = tile_epoch
+  prefetch_deferred,
+  loop_deferred,
+  last = loop_deferred
 };
 const char* name_of(variant v) {
   switch (v) {
@@ -83,12 +95,14 @@ const char* name_of(variant v) {
     case variant::prefetch_epoch: return "prefetch-epoch";
     case variant::tile_tagged: return "tile-tagged";
     case variant::tile_epoch: return "tile-epoch";
+    case variant::prefetch_deferred: return "prefetch-deferred";
+    case variant::loop_deferred: return "loop-deferred";
   }
   return "?";
 }
 bool prefetches(variant v) {
   return v == variant::prefetch_diagonal || v == variant::prefetch_raster || v == variant::prefetch_lean ||
-         v == variant::prefetch_tagged || v == variant::prefetch_epoch;
+         v == variant::prefetch_tagged || v == variant::prefetch_epoch || v == variant::prefetch_deferred;
 }
 
 template <class In, class Table, int C>
@@ -104,7 +118,7 @@ struct runner {
   unsigned epoch = 0;  // epoch variants: the last build's epoch
 
   template <bool Prefetch, bool Measure, k::tile_order Order, k::look_back_poll Poll,
-            k::look_back_protocol Protocol = k::look_back_protocol::flags, bool Epoch = false>
+            k::look_back_protocol Protocol = k::look_back_protocol::flags, bool Epoch = false, bool Deferred = false>
   unsigned launch(cudaStream_t s, unsigned long long* st) {
     constexpr int TR = k::tile_rows;
     constexpr bool tag = Protocol == k::look_back_protocol::tagged;
@@ -129,8 +143,9 @@ struct runner {
     k::tile_descriptors<Table> d = k::carve_descriptors<Table, C>(scratch, layout);
     d.epoch = Epoch ? epoch : 0;
     d.stamps = st;
-    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure, Order, Poll, Protocol>;
-    const int dyn = Prefetch ? k::prefetch_bytes<In, C>() : 0;
+    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure, Order, Poll, Protocol, Deferred>;
+    constexpr bool persistent = Prefetch || Deferred;
+    const int dyn = k::persistent_dynamic_bytes<In, Table, C, Prefetch, Deferred>();
     constexpr bool lean = Poll == k::look_back_poll::lean;
     static int per_sm = -1;
     if (per_sm < 0) {
@@ -138,26 +153,42 @@ struct runner {
       CANOPY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::block_threads, dyn));
       cudaFuncAttributes fa;
       CANOPY_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
-      std::printf("  [kernel %s%s%s%s: %d registers, %zu B local (spills), %zu B static shared, %d B dynamic, %d blocks/SM]\n",
+      std::printf("  [kernel %s%s%s%s%s: %d registers, %zu B local (spills), %zu B static shared, %d B dynamic, %d blocks/SM]\n",
                   Prefetch ? "prefetch" : "tile", Measure ? " measure" : "", lean ? " lean" : "", tag ? " tagged" : "",
+                  Deferred ? " deferred" : "",
                   fa.numRegs, fa.localSizeBytes,
                   fa.sharedSizeBytes, dyn, per_sm);
     }
     std::size_t blocks = tiles;
-    if (Prefetch) blocks = std::min<std::size_t>(tiles, std::size_t(per_sm) * g_sms);
-    if (!Prefetch && canopy::sat_has_offset_v<Table>)
+    if (persistent) blocks = std::min<std::size_t>(tiles, std::size_t(per_sm) * g_sms);
+    if (!persistent && canopy::sat_has_offset_v<Table>)
       k::sat_offset_kernel<In, Table><<<1, 256, 0, s>>>(image, offset, w, h, C);
-    kernel<<<unsigned(blocks), k::block_threads, dyn, s>>>(image, table, w, h, offset, tiles_x, unsigned(tiles), d);
+    if (persistent && g_cooperative != 0) {
+      // As the library launches it (sat.cu): cooperatively (1, 2), largest shared-memory carveout (1, 3).
+      static bool carveout = false;
+      if (!carveout && g_cooperative != 2)
+        CANOPY_CUDA_CHECK(
+            cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+      carveout = true;
+      if (g_cooperative == 3)
+        kernel<<<unsigned(blocks), k::block_threads, dyn, s>>>(image, table, w, h, offset, tiles_x, unsigned(tiles), d);
+      else if (!canopy::detail::launch_cooperative(kernel, unsigned(blocks), k::block_threads, std::size_t(dyn), s,
+                                              "canopy-sat-phases cooperative launch", image, table, w, h, offset,
+                                              tiles_x, unsigned(tiles), d))
+        throw std::runtime_error("cooperative launch refused");
+    } else {
+      kernel<<<unsigned(blocks), k::block_threads, dyn, s>>>(image, table, w, h, offset, tiles_x, unsigned(tiles), d);
+    }
     CANOPY_CUDA_CHECK(cudaGetLastError());
     stamp_tiles = tiles;
     return unsigned(per_sm);
   }
 
   template <bool Prefetch, k::tile_order Order, k::look_back_poll Poll = k::look_back_poll::all,
-            k::look_back_protocol Protocol = k::look_back_protocol::flags, bool Epoch = false>
+            k::look_back_protocol Protocol = k::look_back_protocol::flags, bool Epoch = false, bool Deferred = false>
   unsigned launch_measured(cudaStream_t s, bool measure) {
-    return measure ? launch<Prefetch, true, Order, Poll, Protocol, Epoch>(s, stamps)
-                   : launch<Prefetch, false, Order, Poll, Protocol, Epoch>(s, nullptr);
+    return measure ? launch<Prefetch, true, Order, Poll, Protocol, Epoch, Deferred>(s, stamps)
+                   : launch<Prefetch, false, Order, Poll, Protocol, Epoch, Deferred>(s, nullptr);
   }
 
   unsigned run(variant v, cudaStream_t s, bool measure) {
@@ -175,12 +206,16 @@ struct runner {
         switch (v) {
           case variant::prefetch_tagged: return launch_measured<true, o::diagonal, lean, tagged_protocol>(s, measure);
           case variant::prefetch_epoch: return launch_measured<true, o::diagonal, lean, tagged_protocol, true>(s, measure);
+          case variant::prefetch_deferred:
+            return launch_measured<true, o::diagonal, lean, tagged_protocol, true, true>(s, measure);
           default: break;
         }
       }
     }
     if constexpr (sizeof(Table) == 4) {
       switch (v) {
+        case variant::loop_deferred:
+          return launch_measured<false, o::diagonal, lean, tagged_protocol, true, true>(s, measure);
         case variant::tile_tagged: return launch_measured<false, o::diagonal, lean, tagged_protocol>(s, measure);
         case variant::tile_epoch: return launch_measured<false, o::diagonal, lean, tagged_protocol, true>(s, measure);
         default: break;
@@ -403,6 +438,7 @@ int main(int argc, char** argv) try {
       return canopy_bench::exit_bad_command_line;
     }
   }
+  if (const char* e = std::getenv("CANOPY_SAT_PHASES_COOPERATIVE")) g_cooperative = std::atoi(e);
   cudaDeviceProp p;
   CANOPY_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
   g_sms = p.multiProcessorCount;
@@ -410,10 +446,11 @@ int main(int argc, char** argv) try {
   const std::vector<variant> u8v = {variant::prefetch_diagonal, variant::prefetch_lean,   variant::prefetch_raster,
                                     variant::tile_diagonal,     variant::tile_lean,       variant::tile_raster,
                                     variant::prefetch_tagged,   variant::prefetch_epoch,  variant::tile_tagged,
-                                    variant::tile_epoch};
+                                    variant::tile_epoch,        variant::prefetch_deferred, variant::loop_deferred};
   const std::vector<variant> f32v = {variant::tile_diagonal, variant::tile_lean,   variant::prefetch_diagonal,
                                      variant::prefetch_lean, variant::tile_raster, variant::tile_tagged,
-                                     variant::tile_epoch,    variant::prefetch_tagged, variant::prefetch_epoch};
+                                     variant::tile_epoch,    variant::prefetch_tagged, variant::prefetch_epoch,
+                                     variant::prefetch_deferred, variant::loop_deferred};
   const std::pair<int, int> odd[] = {{1, 1}, {4, 1}, {33, 31}, {36, 31}, {132, 33}, {1028, 67}, {260, 9000}};
   for (auto [w, h] : odd) {
     run_case<std::uint8_t, std::uint32_t, 4>("rgba8->u32", w, h, u8v, false, false);

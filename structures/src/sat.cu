@@ -49,35 +49,52 @@ void build_rows_then_columns_for_each(context& ctx, const In* image, Table* tabl
 //! The single-pass variant launched per (image, table, channels); the alternatives are measured in
 //! canopy-sat-phases (docs/sat.md, "Look-back protocol, polling and occupancy").
 //! Persistent prefetching blocks where a lane's row segment is exactly one 16-byte unit (RGBA8,
-//! RG16, R32F, R32U: each cp.async of a warp reads 512 contiguous bytes) and rows are whole units;
-//! one tile per block from the counter otherwise: RGBA32F (4 units a lane) ran slower persistent
-//! with 16-byte pieces at a 64-byte stride per cp.async instruction (45% of copy against 54-56%,
-//! H200) and no faster with whole 512-byte runs (H100: 72-73% against 73% at 8K, 62-64% against 67%
-//! at 4K); R8 and unaligned rows cannot prefetch. Lean polling in the look-backs (only the lanes
-//! still waiting re-read a flag).
+//! RG16, R32F, R32U: each cp.async of a warp reads 512 contiguous bytes) and rows are whole units.
+//! RGBA32F (4 units a lane) ran slower persistent with the prefetch (H100: 64% against 73% one tile
+//! per block at 4K), and runs persistent with deferred stores instead (below) where the tagged
+//! words apply; one tile per block from the counter otherwise (R8, RGBA16, unaligned rows,
+//! build_sat()'s temporary scratch). Lean polling in the look-backs (only the lanes still waiting
+//! re-read a flag).
 //! Look-back protocol: tagged descriptor words (no flags, no fences) for 4-byte tables whose scratch
 //! summed_area_table keeps (an epoch per build, so nothing but the counter is cleared); flags
 //! otherwise: 8-byte tables, and build_sat()'s temporary scratch, where tagged words would need the
 //! whole descriptor region cleared per build (H100, canopy-sat-phases: the clear cost 4% at 8K
 //! RGBA8 and took back all of the gain there; docs/sat.md, "Tagged descriptor words").
+//! Deferred stores with tagged words (sat_single_pass_kernel's Deferred flag): each tile's table
+//! values wait in shared memory and are stored during the next tile's look-backs, which needs
+//! persistent blocks. Taken for 16-byte pixels (RGBA32F, RGBA32U): persistent blocks that load
+//! their tiles straight from global memory, 73.5% -> 77% of copy at 4K, 78% at 8K as before
+//! (H100). Not taken: R8 the same way (1-1.5 points slower), and the prefetching kernel (RGBA8:
+//! the same at 4K, 64% -> 66% at 8K, but its 80 KB of dynamic shared memory beside 19 KB static
+//! would not fit sm_86's 99 KB a block). docs/sat.md, "Deferred stores". Needs a 16-byte aligned
+//! table with rows of whole 16-byte units, and two blocks per SM (dispatch_single_pass).
 template <class In, class Table, int C, detail::sat::look_back_protocol Protocol>
 struct single_pass_choice {
   static constexpr bool prefetch = detail::sat::prefetch_units<In, C>() == 1;
+  static constexpr bool deferred = Protocol == detail::sat::look_back_protocol::tagged && !prefetch &&
+                                   detail::sat::prefetch_units<In, C>() == 4;
+  static constexpr bool persistent = prefetch || deferred;
+  static_assert(!deferred || sizeof(Table) == 4, "tagged words hold 4-byte values");
   static constexpr auto order = detail::sat::tile_order::diagonal;
   static constexpr auto poll = detail::sat::look_back_poll::lean;
 };
 
-//! Blocks of the persistent (prefetching) kernel that fit on the device at once; 0 where the device
-//! cannot launch cooperatively (the one-tile-per-block mode runs instead). The kernel asks for the
-//! largest shared-memory carveout, so that this count is what runs (core's resident_launch.cuh).
+//! Blocks of the persistent kernel that fit on the device at once; 0 where the device
+//! cannot launch cooperatively (the one-tile-per-block mode runs instead). The prefetching kernel
+//! asks for the largest shared-memory carveout, so that this count is what runs (core's
+//! resident_launch.cuh); the deferred-store kernel without the prefetch keeps the default, which
+//! leaves L1 60 KB instead of 28 KB beside two blocks: its image loads (64 KB a tile for RGBA32F)
+//! are in flight in L1, and with 28 KB it ran at 72-73% of copy instead of 77-78% (H100,
+//! canopy-sat-phases, docs/sat.md). A launch that does not fit is refused and falls back.
 template <class In, class Table, int C, detail::sat::look_back_protocol Protocol>
-std::size_t resident_prefetch_blocks(const context& ctx) {
+std::size_t resident_persistent_blocks(const context& ctx) {
   namespace k = detail::sat;
   using choice = single_pass_choice<In, Table, C, Protocol>;
   const int per_sm =
-      detail::resident_blocks_per_sm<k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::poll,
-                                                               Protocol>>(
-          ctx, k::block_threads, std::size_t(k::prefetch_bytes<In, C>()), detail::residency_needs{0, true, true});
+      detail::resident_blocks_per_sm<k::sat_single_pass_kernel<In, Table, C, choice::prefetch, false, choice::order,
+                                                               choice::poll, Protocol, choice::deferred>>(
+          ctx, k::block_threads, std::size_t(k::persistent_dynamic_bytes<In, Table, C, choice::prefetch, choice::deferred>()),
+          detail::residency_needs{0, true, choice::prefetch});
   return std::size_t(per_sm) * std::size_t(std::max(ctx.device().multiprocessors, 1));
 }
 
@@ -91,12 +108,17 @@ bool launch_persistent(context& ctx, const In* image, Table* table, int width, i
                        unsigned tiles, std::size_t blocks, const detail::sat::tile_descriptors<Table>& d) {
   namespace k = detail::sat;
   using choice = single_pass_choice<In, Table, C, Protocol>;
+  ++k::testing().persistent_attempts;
   if (detail::launch_cooperative(
-          k::sat_single_pass_kernel<In, Table, C, true, false, choice::order, choice::poll, Protocol>,
-          unsigned(blocks), k::block_threads, std::size_t(k::prefetch_bytes<In, C>()), ctx.stream(),
+          k::sat_single_pass_kernel<In, Table, C, choice::prefetch, false, choice::order, choice::poll, Protocol,
+                                    choice::deferred>,
+          unsigned(blocks), k::block_threads,
+          std::size_t(k::persistent_dynamic_bytes<In, Table, C, choice::prefetch, choice::deferred>()), ctx.stream(),
           "launch of canopy::detail::sat::sat_single_pass_kernel", image, table, width, height, offset, tiles_x, tiles,
-          d))
+          d)) {
+    if constexpr (choice::deferred && !choice::prefetch) ++k::testing().deferred_launches;
     return true;
+  }
   ++k::testing().cooperative_refusals;
   return false;
 }
@@ -108,10 +130,17 @@ void dispatch_single_pass(context& ctx, const In* image, Table* table, int width
                           int tiles_x, std::size_t tiles, const detail::sat::tile_descriptors<Table>& d) {
   namespace k = detail::sat;
   using choice = single_pass_choice<In, Table, C, Protocol>;
-  if constexpr (choice::prefetch) {
-    const std::size_t resident = resident_prefetch_blocks<In, Table, C, Protocol>(ctx);
-    if (resident > 0 && reinterpret_cast<std::uintptr_t>(image) % 16 == 0 &&
-        (std::size_t(width) * C * sizeof(In)) % 16 == 0) {
+  if constexpr (choice::persistent) {
+    const std::size_t resident = resident_persistent_blocks<In, Table, C, Protocol>(ctx);
+    const bool prefetch_fits = !choice::prefetch || (reinterpret_cast<std::uintptr_t>(image) % 16 == 0 &&
+                                                     (std::size_t(width) * C * sizeof(In)) % 16 == 0);
+    const bool deferred_fits = !choice::deferred || (reinterpret_cast<std::uintptr_t>(table) % 16 == 0 &&
+                                                     (std::size_t(width) * C * sizeof(Table)) % 16 == 0);
+    // Without the prefetch the persistent mode is worth it only at two blocks per SM (one tile per
+    // block runs two).
+    const bool enough = choice::prefetch ? resident > 0
+                                         : resident >= 2 * std::size_t(std::max(ctx.device().multiprocessors, 1));
+    if (enough && prefetch_fits && deferred_fits) {
       const std::size_t surplus = std::size_t(std::max(k::testing().persistent_grid_surplus.load(), 0));
       const std::size_t blocks = std::min(tiles, resident + surplus);
       if (launch_persistent<In, Table, C, Protocol>(ctx, image, table, width, height, offset, tiles_x, unsigned(tiles),

@@ -490,8 +490,9 @@ TEST_F(CudaSat, BothAlgorithmsMatchTheHostBackend) {
 TEST_F(CudaSat, RowsOfWhole16ByteUnitsTakeThePrefetchPath) {
   // Rows of a multiple of 16 bytes with 16 bytes per lane segment (4 pixels) go through the
   // persistent prefetching kernel (cp.async into shared memory): RGBA8, RG16, R32F, R32U; RGBA32F
-  // and RGBA32U (64 bytes a segment) take one tile per block and are checked here at the same
-  // shapes. These sizes cover partial tiles on the right and at the bottom, single rows and
+  // and RGBA32U (16-byte pixels, 64 bytes a segment) through the persistent kernel with deferred
+  // stores (where two blocks fit on an SM; one tile per block otherwise), and are checked here at
+  // the same shapes. These sizes cover partial tiles on the right and at the bottom, single rows and
   // columns, and more tiles than an H100 or H200 holds blocks of the persistent kernel (each block
   // loops over tiles): 315 tiles at 516 x 2000 and 594 at 1028 x 2100 (264 blocks at 2 per SM).
   const std::vector<std::pair<int, int>> sizes = {{4, 1}, {4, 97}, {132, 33}, {1028, 67}, {516, 2000}, {1028, 2100}};
@@ -532,6 +533,11 @@ TEST_F(CudaSat, RefusedCooperativeLaunchFallsBackToOneTilePerBlock) {
                                           distribution::uniform_full, 71, 12);
   check_case<float, float>(ctx(), 1028, 4100, 1, canopy::sat_algorithm::single_pass, distribution::uniform_full, 72,
                            12);
+  // RGBA32F: the persistent kernel with deferred stores (no prefetch) where two blocks fit on an
+  // SM (every sm_90 device), one tile per block otherwise.
+  const unsigned long long attempts = hooks.persistent_attempts;
+  check_case<float, float>(ctx(), 1028, 4100, 4, canopy::sat_algorithm::single_pass, distribution::uniform_full, 74,
+                           12);
   // build_sat() (temporary scratch, flag protocol) through the same refusal.
   {
     const int w = 1028, h = 4100, c = 4;
@@ -549,12 +555,19 @@ TEST_F(CudaSat, RefusedCooperativeLaunchFallsBackToOneTilePerBlock) {
       if (got[i] != std::uint32_t(ref[i]) && bad++ < 3) ADD_FAILURE() << "build_sat entry " << i;
     EXPECT_EQ(bad, 0u);
   }
-  EXPECT_EQ(hooks.cooperative_refusals.load(), before + 3) << "every build must have taken the refused-launch path";
+  const unsigned long long rgba32f_attempted = hooks.persistent_attempts - attempts - 1;  // build_sat's RGBA8: 1
+  if (ctx().device().compute_capability_major >= 9) EXPECT_EQ(rgba32f_attempted, 1u);
+  EXPECT_EQ(hooks.cooperative_refusals.load(), before + 3 + rgba32f_attempted)
+      << "every build must have taken the refused-launch path";
   // Without the hook the same builds run persistent (no refusal) and agree.
   hooks.persistent_grid_surplus = 0;
   check_case<std::uint8_t, std::uint32_t>(ctx(), 1028, 4100, 4, canopy::sat_algorithm::single_pass,
                                           distribution::uniform_full, 71, 12);
-  EXPECT_EQ(hooks.cooperative_refusals.load(), before + 3);
+  const unsigned long long deferred_before = hooks.deferred_launches;
+  check_case<float, float>(ctx(), 1028, 4100, 4, canopy::sat_algorithm::single_pass, distribution::uniform_full, 74,
+                           12);
+  EXPECT_EQ(hooks.deferred_launches - deferred_before, rgba32f_attempted) << "RGBA32F ran the deferred-store kernel";
+  EXPECT_EQ(hooks.cooperative_refusals.load(), before + 3 + rgba32f_attempted);
 }
 
 TEST_F(CudaSat, KeptScratchReadsNoStaleWordsAcrossBuildsLayoutsAndEpochWraps) {

@@ -485,6 +485,26 @@ constexpr int prefetch_bytes() {
   return rows_per_warp * prefetch_units<In, C>() * block_threads * 16;
 }
 
+//! 16-byte units of one thread's row segment of the table (4 pixels x C values of Table).
+template <class Table, int C>
+constexpr int table_units() {
+  return (int(sizeof(Table)) * pixels_per_thread * C) % 16 == 0 ? int(sizeof(Table)) * pixels_per_thread * C / 16 : 0;
+}
+
+//! Shared memory of the deferred stores (the Deferred kernel flag): one whole tile of table values,
+//! 64 KB for a 4-channel 4-byte table.
+template <class Table, int C>
+constexpr int deferred_stage_bytes() {
+  return tile_rows * tile_cols * C * int(sizeof(Table));
+}
+
+//! Dynamic shared memory of the persistent kernel: the prefetched image tile (Prefetch), then the
+//! stage of the previous tile's table values (Deferred).
+template <class In, class Table, int C, bool Prefetch, bool Deferred>
+constexpr int persistent_dynamic_bytes() {
+  return (Prefetch ? prefetch_bytes<In, C>() : 0) + (Deferred ? deferred_stage_bytes<Table, C>() : 0);
+}
+
 //! Index (in 16-byte units) in the prefetch stage of unit k of lane `lane`'s segment in row r of
 //! warp `warp`. One unit per lane: [r][thread], a lane's own slot (main's layout since the
 //! prefetch round). Several: one region of 32 * Units units per warp row, stage_slot inside.
@@ -544,6 +564,28 @@ __device__ __forceinline__ void prefetch_tile(const In* image, int width, int he
   cp_async_commit();
 }
 
+//! Deferred stores: rows [row_begin, row_end) of the staged tile (ti, tj) from `stage` (32 x
+//! OutUnits 16-byte units a tile row, stage_slot order) to the table; each warp instruction writes
+//! 512 contiguous bytes of a row. The table is 16-byte aligned with rows of whole units.
+template <class Table, int C, int OutUnits>
+__device__ __forceinline__ void store_staged_rows(Table* table, int width, int height, const uint4* stage, int ti,
+                                                  int tj, int row_begin, int row_end) {
+  const int lane = int(threadIdx.x) & 31;
+  const int valid_px = width - tj * tile_cols < tile_cols ? width - tj * tile_cols : tile_cols;
+  const int valid_units = valid_px * C * int(sizeof(Table)) / 16;  // whole: rows are whole units
+  for (int ty = row_begin; ty < row_end; ++ty) {
+    const int y = ti * tile_rows + ty;
+    if (y >= height) break;
+    uint4* g = reinterpret_cast<uint4*>(table + (std::size_t(y) * std::size_t(width) + std::size_t(tj) * tile_cols) * C);
+    const uint4* st = stage + ty * 32 * OutUnits;
+#pragma unroll
+    for (int i = 0; i < OutUnits; ++i) {
+      const int unit = i * 32 + lane;
+      if (unit < valid_units) __stcs(g + unit, st[stage_slot<OutUnits>(unit / OutUnits, unit % OutUnits)]);
+    }
+  }
+}
+
 //! The single-pass kernel, in two modes.
 //! Prefetch (persistent): G blocks (no more than fit on the device at once, and no more than there
 //! are tiles); block b takes tiles b, b + G, b + 2G, ... of the processing order (tile_at). The
@@ -564,7 +606,8 @@ __device__ __forceinline__ void prefetch_tile(const In* image, int width, int he
 //! Poll: which lanes of a waiting look-back re-read their flags (look_back_poll; flags only).
 //! Protocol: flags, or tagged words (4-byte tables; d.row_word etc. and d.epoch).
 template <class In, class Table, int C, bool Prefetch, bool Measure = false, tile_order Order = tile_order::diagonal,
-          look_back_poll Poll = look_back_poll::all, look_back_protocol Protocol = look_back_protocol::flags>
+          look_back_poll Poll = look_back_poll::all, look_back_protocol Protocol = look_back_protocol::flags,
+          bool Deferred = false>
 __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     sat_single_pass_kernel(const In* __restrict__ image, Table* __restrict__ table, int width, int height,
                            Table* __restrict__ offset, int tiles_x, unsigned tiles, tile_descriptors<Table> d) {
@@ -580,8 +623,23 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
   // session 7): two in the row look-backs of persistent blocks, which often pass over tiles to the
   // left still in flight; one otherwise, where the nearest predecessor is nearly always done and a
   // second read is wasted L2 traffic (RGBA32F 8K kept 74% -> 78% of copy, RGBA8 8K 65% -> 66%).
-  constexpr int row_window = Prefetch ? 2 : 1, col_window = 1;
+  // Persistent blocks (block b of G takes tiles b, b + G, ... of the order): the prefetching mode,
+  // and the deferred-store mode with or without the prefetch.
+  constexpr bool Persistent = Prefetch || Deferred;
+  constexpr int row_window = Persistent ? 2 : 1, col_window = 1;
+  // Deferred stores: a tile's table values go to a shared-memory stage after its look-backs, and
+  // warps 2 and 3 (which run no look-back) store them to global memory during the next tile's
+  // look-backs, so that the block's stores overlap its waits instead of following them (measured
+  // against storing each warp's rows at the next tile, right after its image loads are issued: the
+  // same for RGBA32F, 2 points less for RGBA8 at 8K; docs/sat.md). Tagged words only; the table
+  // must be 16-byte aligned and its rows whole 16-byte units (width * C * sizeof(Table) % 16 == 0;
+  // the dispatch checks both).
+  constexpr int out_units = table_units<Table, C>();
+  static_assert(!Deferred || (tagged && out_units > 0 && out_units <= 8),
+                "deferred stores: tagged words, whole 16-byte units");
   extern __shared__ uint4 s_prefetch[];
+  uint4* const s_out = s_prefetch + (Prefetch ? prefetch_bytes<In, C>() / 16 : 0);  // Deferred only
+  int prev_ti = -1, prev_tj = 0;  // Deferred: the tile whose values are in s_out (block-uniform)
   __shared__ tile_shared<Table, C> sh;
   auto& s_warp_col = sh.warp_col;
   auto& s_row_sum = sh.row_sum;
@@ -593,13 +651,13 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
   const int tid = int(threadIdx.x);
   const int lane = tid & 31;
   const int warp = tid >> 5;
-  if (!Prefetch && tid == 0) sh.tile = atomicAdd(d.counter, 1u);
+  if (!Persistent && tid == 0) sh.tile = atomicAdd(d.counter, 1u);
   // Float tables, persistent blocks: every block computes the offsets itself (the mean of the
   // 16 x 16 sample grid of sample_mean, one sample per thread, summed in double in one fixed order,
   // so every block gets the same values) instead of waiting for a separate one-block kernel; block 0
   // stores them. One tile per block: sat_offset_kernel ran before (256 reads per block would cost
   // about as much as the tile's own image).
-  if constexpr (Prefetch && sat_has_offset_v<Table>) {
+  if constexpr (Persistent && sat_has_offset_v<Table>) {
     const int sx = int((std::int64_t(2 * (tid % 16) + 1) * width) / 32);
     const int sy = int((std::int64_t(2 * (tid / 16) + 1) * height) / 32);
 #pragma unroll
@@ -615,14 +673,14 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
   // `order` counts tiles in processing order (tile_at); descriptors and stamps are indexed by the
   // tile's raster index ti * tiles_x + tj.
   const int tiles_y = int(tiles / unsigned(tiles_x));
-  unsigned order = Prefetch ? blockIdx.x : sh.tile;
+  unsigned order = Persistent ? blockIdx.x : sh.tile;
   if constexpr (Prefetch)
     if (order < tiles) prefetch_tile<In, C>(image, width, height, tile_at<Order>(order, tiles_x, tiles_y), s_prefetch, tid);
 
   Table off[C];
 #pragma unroll
   for (int c = 0; c < C; ++c) {
-    if constexpr (Prefetch && sat_has_offset_v<Table>) {
+    if constexpr (Persistent && sat_has_offset_v<Table>) {
       double s = 0;
 #pragma unroll
       for (int w = 0; w < block_threads / 32; ++w) s += sh.sample_sum[w][c];
@@ -637,7 +695,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     const tile_position at = tile_at<Order>(order, tiles_x, tiles_y);
     const int ti = at.ti, tj = at.tj;
     const unsigned tile = unsigned(ti * tiles_x + tj);
-    const unsigned next = Prefetch ? order + gridDim.x : tiles;
+    const unsigned next = Persistent ? order + gridDim.x : tiles;
     if constexpr (Measure)
       if (tid == 0) {
         d.stamps[std::size_t(tile) * phase_stamps + stamp_global_start] = global_timer_ns();
@@ -666,13 +724,61 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
           for (int i = 0; i < segment; ++i) raw[r][i] = u.e[i];
         }
       } else {
+        bool loaded = false;
+        if constexpr (Deferred && units > 1) {
+          // Segments of several 16-byte units (RGBA32F: 4): each load instruction of the warp reads
+          // 512 contiguous bytes of the row (lane l: units l, l + 32, ...), and the units reach their
+          // owners through this warp's column-sum array, free until the scan below. Per-lane segment
+          // loads would read every 32-byte sector in two halves from two instructions, half of them
+          // again from L2 when L1 (28 KB beside the largest shared-memory carveout) has lost it.
+          static_assert(sizeof(sh.warp_col[0]) >= std::size_t(32 * units * 16), "a warp row of units fits");
+          if ((reinterpret_cast<std::uintptr_t>(image) % 16) == 0 && (std::size_t(width) * C * sizeof(In)) % 16 == 0) {
+            const int valid_px = width - tj * tile_cols < tile_cols ? width - tj * tile_cols : tile_cols;
+            const int valid_units = valid_px * C * int(sizeof(In)) / 16;  // whole: rows are whole units
+            uint4 ld[Rows][units];
 #pragma unroll
-        for (int r = 0; r < Rows; ++r) {
-          const int y = ti * TR + warp * Rows + r;
-          const int n = y < height ? count * C : 0;
-          load_segment<In, segment>(image + (std::size_t(y < height ? y : 0) * std::size_t(width) +
-                                             std::size_t(x0 < width ? x0 : 0)) * C,
-                                    n, raw[r]);
+            for (int r = 0; r < Rows; ++r) {
+              const int y = ti * TR + warp * Rows + r;
+              const uint4* src = reinterpret_cast<const uint4*>(
+                  image + (std::size_t(y < height ? y : 0) * std::size_t(width) + std::size_t(tj) * tile_cols) * C);
+#pragma unroll
+              for (int i = 0; i < units; ++i) {
+                const int u = i * 32 + lane;
+                ld[r][i] = (y < height && u < valid_units) ? __ldcs(src + u) : make_uint4(0, 0, 0, 0);
+              }
+            }
+            uint4* sc = reinterpret_cast<uint4*>(&s_warp_col[warp][0][0]);
+            __syncwarp();  // the previous tile's column_base reads of this array, by other lanes
+#pragma unroll
+            for (int r = 0; r < Rows; ++r) {
+#pragma unroll
+              for (int i = 0; i < units; ++i) {
+                const int u = i * 32 + lane;
+                sc[stage_slot<units>(u / units, u % units)] = ld[r][i];
+              }
+              __syncwarp();
+              union {
+                uint4 w[units];
+                In e[segment];
+              } x;
+#pragma unroll
+              for (int k = 0; k < units; ++k) x.w[k] = sc[stage_slot<units>(lane, k)];
+#pragma unroll
+              for (int i = 0; i < segment; ++i) raw[r][i] = x.e[i];
+              __syncwarp();
+            }
+            loaded = true;
+          }
+        }
+        if (!loaded) {
+#pragma unroll
+          for (int r = 0; r < Rows; ++r) {
+            const int y = ti * TR + warp * Rows + r;
+            const int n = y < height ? count * C : 0;
+            load_segment<In, segment>(image + (std::size_t(y < height ? y : 0) * std::size_t(width) +
+                                               std::size_t(x0 < width ? x0 : 0)) * C,
+                                      n, raw[r]);
+          }
         }
       }
 #pragma unroll
@@ -814,7 +920,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
       for (int c = 0; c < C; ++c) corner[c] = Table(0);
       if constexpr (tagged) {
         if (ti > 0 && tj > 0)
-          warp_look_back_tagged<Prefetch, C>(
+          warp_look_back_tagged<Persistent, C>(
               ti, d.epoch, [&](int k) { return d.corner_word + std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * C; },
               corner);
       } else if (ti > 0 && tj > 0) {
@@ -893,6 +999,13 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
 #pragma unroll
       for (int c = 0; c < C; ++c) s_col_carry[xp * C + c][xl] = carry[c];
       if (g == 0 && lane == 0) stamp(stamp_cols_done);
+    } else if (Deferred) {
+      // Warps 2 and 3 (no look-back of their own): the previous tile's staged values, warp 2 + j
+      // rows 16j..16j+15, while the other warps run this tile's look-backs.
+      if constexpr (Deferred)
+        if (prev_ti >= 0)
+          store_staged_rows<Table, C, out_units>(table, width, height, s_out, prev_ti, prev_tj,
+                                                 (warp - 2) * (tile_rows / 2), (warp - 1) * (tile_rows / 2));
     }
     __syncthreads();
     if (tid == 0) stamp(stamp_barrier2);
@@ -914,26 +1027,49 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
 #pragma unroll
       for (int c = 0; c < C; ++c)
         column_base[p * C + c] = s_warp_col[warp][p * C + c][lane] + s_col_carry[p * C + c][lane] + s_corner[c];
-    __syncwarp();  // s_warp_col[warp] becomes this warp's store stage
+    if constexpr (Deferred) {
+      // Into the stage, rows of this warp; warps 2 and 3 store them during the next tile's
+      // look-backs (or every warp after the loop). The stage's previous contents were stored before
+      // the second barrier.
 #pragma unroll
-    for (int r = 0; r < Rows; ++r) {
-      const int ty = warp * Rows + r;
-      const int y = ti * TR + ty;
-      Table out[segment];
+      for (int r = 0; r < Rows; ++r) {
+        const int ty = warp * Rows + r;
+        union {
+          uint4 w[out_units > 0 ? out_units : 1];
+          Table e[segment];
+        } u;
 #pragma unroll
-      for (int p = 0; p < pixels_per_thread; ++p)
+        for (int p = 0; p < pixels_per_thread; ++p)
 #pragma unroll
-        for (int c = 0; c < C; ++c) out[p * C + c] = v[r][p][c] + column_base[p * C + c] + s_carry_prefix[ty][c];
-      Table* row = table + (std::size_t(y) * std::size_t(width) + std::size_t(tj * tile_cols)) * C;
-      if constexpr ((sizeof(Table) * segment) % 16 == 0) {
-        if (y < height && (tj + 1) * tile_cols <= width && reinterpret_cast<std::uintptr_t>(row) % 16 == 0) {
-          store_row_staged<Table, segment>(row, out, &s_warp_col[warp][0][0], lane);
-          continue;
-        }
+          for (int c = 0; c < C; ++c) u.e[p * C + c] = v[r][p][c] + column_base[p * C + c] + s_carry_prefix[ty][c];
+        uint4* st = s_out + ty * 32 * (out_units > 0 ? out_units : 1);
+#pragma unroll
+        for (int k = 0; k < out_units; ++k) st[stage_slot<out_units>(lane, k)] = u.w[k];
       }
-      if (y < height && count > 0)
-        store_segment<Table, segment>(table + (std::size_t(y) * std::size_t(width) + std::size_t(x0)) * C,
-                                      count * C, out);
+      prev_ti = ti;
+      prev_tj = tj;
+    } else {
+      __syncwarp();  // s_warp_col[warp] becomes this warp's store stage
+#pragma unroll
+      for (int r = 0; r < Rows; ++r) {
+        const int ty = warp * Rows + r;
+        const int y = ti * TR + ty;
+        Table out[segment];
+#pragma unroll
+        for (int p = 0; p < pixels_per_thread; ++p)
+#pragma unroll
+          for (int c = 0; c < C; ++c) out[p * C + c] = v[r][p][c] + column_base[p * C + c] + s_carry_prefix[ty][c];
+        Table* row = table + (std::size_t(y) * std::size_t(width) + std::size_t(tj * tile_cols)) * C;
+        if constexpr ((sizeof(Table) * segment) % 16 == 0) {
+          if (y < height && (tj + 1) * tile_cols <= width && reinterpret_cast<std::uintptr_t>(row) % 16 == 0) {
+            store_row_staged<Table, segment>(row, out, &s_warp_col[warp][0][0], lane);
+            continue;
+          }
+        }
+        if (y < height && count > 0)
+          store_segment<Table, segment>(table + (std::size_t(y) * std::size_t(width) + std::size_t(x0)) * C,
+                                        count * C, out);
+      }
     }
     if constexpr (Measure)
       if (tid == 0) {
@@ -944,6 +1080,12 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     // warp's own (stage, column sums, prefetch slots) or read by the others only between the two
     // barriers.
     order = next;
+  }
+  if constexpr (Deferred) {
+    __syncthreads();  // every warp's rows of the last tile are in the stage
+    if (prev_ti >= 0)
+      store_staged_rows<Table, C, out_units>(table, width, height, s_out, prev_ti, prev_tj, warp * rows_per_warp,
+                                             (warp + 1) * rows_per_warp);
   }
 }
 
