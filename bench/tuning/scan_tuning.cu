@@ -240,6 +240,20 @@ void sweep_scan_i32(canopy::context& ctx, int lg) {
   c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, X | F>>("DIAG persist 32KB x3 x2, NO look-back", false);
   c.run_persistent<def>("persist 32KB x3 x2 (default, again)");
   c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P | F>>("32KB x3 x2 (default)");
+  // The same with full-range random inputs (canopy-bench's kind) instead of small repeating values:
+  // CUB and canopy again, on the same buffers.
+  {
+    std::vector<T> h(n);
+    std::uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (auto& v : h) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      v = T(std::uint32_t(x >> 11));
+    }
+    in.assign(h);
+    auto r = make_scan_case<T, false>(ctx, lg, in, out);
+    r.run_persistent<def>("persist default, random input");
+    r.run_public("public inclusive_scan, random input");
+  }
 }
 
 void sweep_scan_i64(canopy::context& ctx, int lg) {
