@@ -18,7 +18,10 @@
 //                     memory and warps 2 and 3 store them during the next tile's look-backs
 //   loop-deferred   - the same persistent blocks without the prefetch (loads straight from global
 //                     memory at the start of each tile), which leaves room for two blocks per SM
-//                     with 16-byte pixels
+//                     with 16-byte pixels (the library's RGBA32F path)
+//   DIAG-*-no-look-back, DIAG-*-no-stores - prefetch-epoch / loop-deferred with every look-back
+//                     skipped (carries taken as zero) or with no table stores: WRONG tables, timed
+//                     and not checked, to see what the look-backs and the write stream cost
 // For RGBA32F the prefetch variants copy each warp row with 512 contiguous bytes per cp.async
 // instruction (prefetch_slot); the library does not take them (prefetch-epoch for RGBA32F measured
 // against tile-epoch in session 7, docs/sat.md).
@@ -81,7 +84,11 @@ enum class variant {
   tile_epoch,
   prefetch_deferred,
   loop_deferred,
-  last = loop_deferred
+  diag_prefetch_no_look_back,
+  diag_prefetch_no_stores,
+  diag_loop_no_look_back,
+  diag_loop_no_stores,
+  last = diag_loop_no_stores
 };
 const char* name_of(variant v) {
   switch (v) {
@@ -97,12 +104,22 @@ const char* name_of(variant v) {
     case variant::tile_epoch: return "tile-epoch";
     case variant::prefetch_deferred: return "prefetch-deferred";
     case variant::loop_deferred: return "loop-deferred";
+    case variant::diag_prefetch_no_look_back: return "DIAG-prefetch-epoch-no-look-back";
+    case variant::diag_prefetch_no_stores: return "DIAG-prefetch-epoch-no-stores";
+    case variant::diag_loop_no_look_back: return "DIAG-loop-deferred-no-look-back";
+    case variant::diag_loop_no_stores: return "DIAG-loop-deferred-no-stores";
   }
   return "?";
 }
 bool prefetches(variant v) {
   return v == variant::prefetch_diagonal || v == variant::prefetch_raster || v == variant::prefetch_lean ||
-         v == variant::prefetch_tagged || v == variant::prefetch_epoch || v == variant::prefetch_deferred;
+         v == variant::prefetch_tagged || v == variant::prefetch_epoch || v == variant::prefetch_deferred ||
+         v == variant::diag_prefetch_no_look_back || v == variant::diag_prefetch_no_stores;
+}
+//! Diagnostic variants (tables wrong by design: timed, not checked).
+bool diagnostic(variant v) {
+  return v == variant::diag_prefetch_no_look_back || v == variant::diag_prefetch_no_stores ||
+         v == variant::diag_loop_no_look_back || v == variant::diag_loop_no_stores;
 }
 
 template <class In, class Table, int C>
@@ -118,7 +135,8 @@ struct runner {
   unsigned epoch = 0;  // epoch variants: the last build's epoch
 
   template <bool Prefetch, bool Measure, k::tile_order Order, k::look_back_poll Poll,
-            k::look_back_protocol Protocol = k::look_back_protocol::flags, bool Epoch = false, bool Deferred = false>
+            k::look_back_protocol Protocol = k::look_back_protocol::flags, bool Epoch = false, bool Deferred = false,
+            int Diag = 0>
   unsigned launch(cudaStream_t s, unsigned long long* st) {
     constexpr int TR = k::tile_rows;
     constexpr bool tag = Protocol == k::look_back_protocol::tagged;
@@ -143,7 +161,7 @@ struct runner {
     k::tile_descriptors<Table> d = k::carve_descriptors<Table, C>(scratch, layout);
     d.epoch = Epoch ? epoch : 0;
     d.stamps = st;
-    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure, Order, Poll, Protocol, Deferred>;
+    auto kernel = k::sat_single_pass_kernel<In, Table, C, Prefetch, Measure, Order, Poll, Protocol, Deferred, Diag>;
     constexpr bool persistent = Prefetch || Deferred;
     const int dyn = k::persistent_dynamic_bytes<In, Table, C, Prefetch, Deferred>();
     constexpr bool lean = Poll == k::look_back_poll::lean;
@@ -185,10 +203,11 @@ struct runner {
   }
 
   template <bool Prefetch, k::tile_order Order, k::look_back_poll Poll = k::look_back_poll::all,
-            k::look_back_protocol Protocol = k::look_back_protocol::flags, bool Epoch = false, bool Deferred = false>
+            k::look_back_protocol Protocol = k::look_back_protocol::flags, bool Epoch = false, bool Deferred = false,
+            int Diag = 0>
   unsigned launch_measured(cudaStream_t s, bool measure) {
-    return measure ? launch<Prefetch, true, Order, Poll, Protocol, Epoch, Deferred>(s, stamps)
-                   : launch<Prefetch, false, Order, Poll, Protocol, Epoch, Deferred>(s, nullptr);
+    return measure ? launch<Prefetch, true, Order, Poll, Protocol, Epoch, Deferred, Diag>(s, stamps)
+                   : launch<Prefetch, false, Order, Poll, Protocol, Epoch, Deferred, Diag>(s, nullptr);
   }
 
   unsigned run(variant v, cudaStream_t s, bool measure) {
@@ -208,6 +227,10 @@ struct runner {
           case variant::prefetch_epoch: return launch_measured<true, o::diagonal, lean, tagged_protocol, true>(s, measure);
           case variant::prefetch_deferred:
             return launch_measured<true, o::diagonal, lean, tagged_protocol, true, true>(s, measure);
+          case variant::diag_prefetch_no_look_back:
+            return launch_measured<true, o::diagonal, lean, tagged_protocol, true, false, 1>(s, measure);
+          case variant::diag_prefetch_no_stores:
+            return launch_measured<true, o::diagonal, lean, tagged_protocol, true, false, 2>(s, measure);
           default: break;
         }
       }
@@ -216,6 +239,10 @@ struct runner {
       switch (v) {
         case variant::loop_deferred:
           return launch_measured<false, o::diagonal, lean, tagged_protocol, true, true>(s, measure);
+        case variant::diag_loop_no_look_back:
+          return launch_measured<false, o::diagonal, lean, tagged_protocol, true, true, 1>(s, measure);
+        case variant::diag_loop_no_stores:
+          return launch_measured<false, o::diagonal, lean, tagged_protocol, true, true, 2>(s, measure);
         case variant::tile_tagged: return launch_measured<false, o::diagonal, lean, tagged_protocol>(s, measure);
         case variant::tile_epoch: return launch_measured<false, o::diagonal, lean, tagged_protocol, true>(s, measure);
         default: break;
@@ -355,9 +382,10 @@ void run_case(const char* cname, int w, int h, const std::vector<variant>& vars,
     CANOPY_CUDA_CHECK(cudaMemcpy(got.data(), d_tab, n * sizeof(Table), cudaMemcpyDeviceToHost));
     Table off[4] = {};
     CANOPY_CUDA_CHECK(cudaMemcpy(off, d_off, 4 * sizeof(Table), cudaMemcpyDeviceToHost));
-    const std::size_t bad = check<In, Table, C>(img, got, off, w, h);
+    const std::size_t bad = diagnostic(v) ? 0 : check<In, Table, C>(img, got, off, w, h);
     if (bad) g_ok = false;
-    std::printf("%-13s %5dx%-5d %-8s %s", cname, w, h, name_of(v), bad ? "WRONG" : "exact/ok");
+    std::printf("%-13s %5dx%-5d %-8s %s", cname, w, h, name_of(v),
+                diagnostic(v) ? "DIAG (not checked)" : bad ? "WRONG" : "exact/ok");
     if (bad) std::printf(" (%zu bad entries)", bad);
     if (timing) {
       const double ms = canopy_bench::median_ms_on_stream(s, 3, 25, {}, [&] { r.run(v, s, false); });
@@ -380,7 +408,7 @@ void run_case(const char* cname, int w, int h, const std::vector<variant>& vars,
       std::vector<unsigned long long> st(r.stamp_tiles * k::phase_stamps);
       CANOPY_CUDA_CHECK(cudaMemcpy(st.data(), r.stamps, st.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
       CANOPY_CUDA_CHECK(cudaMemcpy(got.data(), d_tab, n * sizeof(Table), cudaMemcpyDeviceToHost));
-      if (check<In, Table, C>(img, got, off, w, h)) {
+      if (!diagnostic(v) && check<In, Table, C>(img, got, off, w, h)) {
         g_ok = false;
         std::printf("  measuring build WRONG\n");
       }
@@ -446,11 +474,14 @@ int main(int argc, char** argv) try {
   const std::vector<variant> u8v = {variant::prefetch_diagonal, variant::prefetch_lean,   variant::prefetch_raster,
                                     variant::tile_diagonal,     variant::tile_lean,       variant::tile_raster,
                                     variant::prefetch_tagged,   variant::prefetch_epoch,  variant::tile_tagged,
-                                    variant::tile_epoch,        variant::prefetch_deferred, variant::loop_deferred};
+                                    variant::tile_epoch,        variant::prefetch_deferred, variant::loop_deferred,
+                                    variant::diag_prefetch_no_look_back, variant::diag_prefetch_no_stores,
+                                    variant::diag_loop_no_look_back, variant::diag_loop_no_stores};
   const std::vector<variant> f32v = {variant::tile_diagonal, variant::tile_lean,   variant::prefetch_diagonal,
                                      variant::prefetch_lean, variant::tile_raster, variant::tile_tagged,
                                      variant::tile_epoch,    variant::prefetch_tagged, variant::prefetch_epoch,
-                                     variant::prefetch_deferred, variant::loop_deferred};
+                                     variant::prefetch_deferred, variant::loop_deferred,
+                                     variant::diag_loop_no_look_back, variant::diag_loop_no_stores};
   const std::pair<int, int> odd[] = {{1, 1}, {4, 1}, {33, 31}, {36, 31}, {132, 33}, {1028, 67}, {260, 9000}};
   for (auto [w, h] : odd) {
     run_case<std::uint8_t, std::uint32_t, 4>("rgba8->u32", w, h, u8v, false, false);

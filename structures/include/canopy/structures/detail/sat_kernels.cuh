@@ -607,7 +607,7 @@ __device__ __forceinline__ void store_staged_rows(Table* table, int width, int h
 //! Protocol: flags, or tagged words (4-byte tables; d.row_word etc. and d.epoch).
 template <class In, class Table, int C, bool Prefetch, bool Measure = false, tile_order Order = tile_order::diagonal,
           look_back_poll Poll = look_back_poll::all, look_back_protocol Protocol = look_back_protocol::flags,
-          bool Deferred = false>
+          bool Deferred = false, int Diag = 0>
 __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     sat_single_pass_kernel(const In* __restrict__ image, Table* __restrict__ table, int width, int height,
                            Table* __restrict__ offset, int tiles_x, unsigned tiles, tile_descriptors<Table> d) {
@@ -626,6 +626,10 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
   // Persistent blocks (block b of G takes tiles b, b + G, ... of the order): the prefetching mode,
   // and the deferred-store mode with or without the prefetch.
   constexpr bool Persistent = Prefetch || Deferred;
+  // Diagnostics of canopy-sat-phases only, WRONG TABLES (tagged words): Diag & 1 skips the
+  // look-backs (every carry taken as zero), Diag & 2 skips the table stores.
+  constexpr bool no_look_back = (Diag & 1) != 0, no_stores = (Diag & 2) != 0;
+  static_assert(Diag == 0 || tagged, "diagnostics with tagged words only");
   constexpr int row_window = Persistent ? 2 : 1, col_window = 1;
   // Deferred stores: a tile's table values go to a shared-memory stage after its look-backs, and
   // warps 2 and 3 (which run no look-back) store them to global memory during the next tile's
@@ -854,7 +858,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
 #pragma unroll
           for (int c = 0; c < C; ++c) store_tagged(mine + 32 * c, d.epoch, tj == 0 ? flag_inclusive : flag_aggregate, sum[c]);
         if (lane == 0) stamp(stamp_rows_published);
-        if (tj > 0 && has_row) {
+        if (!no_look_back && tj > 0 && has_row) {
           const unsigned row_start = unsigned(ti * tiles_x);
           lane_look_back_tagged<row_window, C>(
               tj, d.epoch,
@@ -919,7 +923,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
 #pragma unroll
       for (int c = 0; c < C; ++c) corner[c] = Table(0);
       if constexpr (tagged) {
-        if (ti > 0 && tj > 0)
+        if (!no_look_back && ti > 0 && tj > 0)
           warp_look_back_tagged<Persistent, C>(
               ti, d.epoch, [&](int k) { return d.corner_word + std::size_t(unsigned((ti - 1 - k) * tiles_x + tj)) * C; },
               corner);
@@ -964,7 +968,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
       }
       if constexpr (tagged) {
         if (g == 0 && lane == 0) stamp(stamp_cols_published);
-        if (ti > 0) {
+        if (!no_look_back && ti > 0) {
           lane_look_back_tagged<col_window, C>(
               ti, d.epoch,
               [&](int k, int c) {
@@ -1002,7 +1006,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     } else if (Deferred) {
       // Warps 2 and 3 (no look-back of their own): the previous tile's staged values, warp 2 + j
       // rows 16j..16j+15, while the other warps run this tile's look-backs.
-      if constexpr (Deferred)
+      if constexpr (Deferred && !no_stores)
         if (prev_ti >= 0)
           store_staged_rows<Table, C, out_units>(table, width, height, s_out, prev_ti, prev_tj,
                                                  (warp - 2) * (tile_rows / 2), (warp - 1) * (tile_rows / 2));
@@ -1062,11 +1066,11 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
         Table* row = table + (std::size_t(y) * std::size_t(width) + std::size_t(tj * tile_cols)) * C;
         if constexpr ((sizeof(Table) * segment) % 16 == 0) {
           if (y < height && (tj + 1) * tile_cols <= width && reinterpret_cast<std::uintptr_t>(row) % 16 == 0) {
-            store_row_staged<Table, segment>(row, out, &s_warp_col[warp][0][0], lane);
+            if constexpr (!no_stores) store_row_staged<Table, segment>(row, out, &s_warp_col[warp][0][0], lane);
             continue;
           }
         }
-        if (y < height && count > 0)
+        if (!no_stores && y < height && count > 0)
           store_segment<Table, segment>(table + (std::size_t(y) * std::size_t(width) + std::size_t(x0)) * C,
                                         count * C, out);
       }
@@ -1083,7 +1087,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
   }
   if constexpr (Deferred) {
     __syncthreads();  // every warp's rows of the last tile are in the stage
-    if (prev_ti >= 0)
+    if (!no_stores && prev_ti >= 0)
       store_staged_rows<Table, C, out_units>(table, width, height, s_out, prev_ti, prev_tj, warp * rows_per_warp,
                                              (warp + 1) * rows_per_warp);
   }
