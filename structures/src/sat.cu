@@ -64,9 +64,9 @@ void build_rows_then_columns_for_each(context& ctx, const In* image, Table* tabl
 //! values wait in shared memory and are stored during the next tile's look-backs, which needs
 //! persistent blocks. Taken for 16-byte pixels (RGBA32F, RGBA32U): persistent blocks that load
 //! their tiles straight from global memory, 73.5% -> 77% of copy at 4K, 78% at 8K as before
-//! (H100). Not taken: R8 the same way (1-1.5 points slower), and the prefetching kernel (RGBA8:
-//! the same at 4K, 64% -> 66% at 8K, but its 80 KB of dynamic shared memory beside 19 KB static
-//! would not fit sm_86's 99 KB a block). docs/sat.md, "Deferred stores". Needs a 16-byte aligned
+//! (H100). Not taken: R8 the same way (1-1.5 points slower), and the prefetching kernel (RGBA8 in
+//! canopy-sat-phases: the same at 4K, about 2 points more at 8K, but its 80 KB of dynamic shared
+//! memory beside 19 KB static would not fit sm_86's 99 KB a block). docs/sat.md, "Deferred stores". Needs a 16-byte aligned
 //! table with rows of whole 16-byte units, and two blocks per SM (dispatch_single_pass).
 template <class In, class Table, int C, detail::sat::look_back_protocol Protocol>
 struct single_pass_choice {

@@ -586,7 +586,7 @@ __device__ __forceinline__ void store_staged_rows(Table* table, int width, int h
   }
 }
 
-//! The single-pass kernel, in two modes.
+//! The single-pass kernel, in three modes.
 //! Prefetch (persistent): G blocks (no more than fit on the device at once, and no more than there
 //! are tiles); block b takes tiles b, b + G, b + 2G, ... of the processing order (tile_at). The
 //! image segment of the block's next tile (tile_at(order + G)) is copied into shared memory
@@ -597,14 +597,20 @@ __device__ __forceinline__ void store_staged_rows(Table* table, int width, int h
 //! of the current one made the kernel 5 to 50 times slower (measured). Progress needs every block
 //! to be resident at once (a tile waits on smaller tiles of any block): the library launches this
 //! mode cooperatively and falls back to one tile per block when the runtime refuses (sat.cu).
+//! Deferred without Prefetch (persistent): the same static order and residency, loads straight from
+//! global memory at the start of each tile (512 contiguous bytes per warp instruction where a
+//! segment is several 16-byte units), table values through the deferred-store stage (see
+//! Deferred below).
 //! Otherwise: one block per tile, the tile taken in processing order from the counter, so every tile
 //! waited on has started: no deadlock at any occupancy; loads straight from global memory.
-//! Both modes rely on every tile a look-back reads coming earlier in the processing order, which
+//! All modes rely on every tile a look-back reads coming earlier in the processing order, which
 //! holds for both orders of tile_at on any grid.
 //! Measure: write phase stamps to d.stamps (canopy-sat-phases only; compiled out otherwise).
 //! Order: tile_order::diagonal (the library's) or raster (canopy-sat-phases' comparison).
 //! Poll: which lanes of a waiting look-back re-read their flags (look_back_poll; flags only).
 //! Protocol: flags, or tagged words (4-byte tables; d.row_word etc. and d.epoch).
+//! Deferred: a tile's table values are stored during the next tile's look-backs (tagged words).
+//! Diag: canopy-sat-phases' diagnostics (wrong tables): 1 no look-backs, 2 no table stores.
 template <class In, class Table, int C, bool Prefetch, bool Measure = false, tile_order Order = tile_order::diagonal,
           look_back_poll Poll = look_back_poll::all, look_back_protocol Protocol = look_back_protocol::flags,
           bool Deferred = false, int Diag = 0>
