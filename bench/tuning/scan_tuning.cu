@@ -101,9 +101,12 @@ struct scan_case {
       t_start = std::min(t_start, h[16 * t]);
       t_end = std::max(t_end, h[16 * t + 1]);
     }
+    std::vector<double> first_start_ns, first_data_ns;
     for (std::size_t t = 0; t < grid; ++t) {  // the first round: look-backs over unfinished tiles
       first_look_ns.push_back(double(h[16 * t + 1]) - double(h[16 * t + 2]));
       first_end_ns.push_back(double(h[16 * t + 1]) - double(t_start));
+      first_start_ns.push_back(double(h[16 * t]) - double(t_start));
+      first_data_ns.push_back(double(h[16 * t + 2]) - double(h[16 * t]));  // start -> first barrier passed
     }
     for (std::size_t t = grid; t < tiles; ++t) {
       const unsigned long long* r = &h[16 * t];
@@ -135,11 +138,13 @@ struct scan_case {
                 "lookback+bar %.0f/%.0f stores %.0f/%.0f iter %.0f/%.0f | polls p50/p90/max %.0f/%.0f/%.0f | "
                 "lookback ns p50/p90 %.0f/%.0f | early-agg lead ns p50/p10 %.0f/%.0f | round period ns p50 %.0f | "
                 "first round: lookback ns p50/max %.0f/%.0f, done after start ns p50/max %.0f/%.0f | "
-                "first start to last look-back end ns %.0f\n",
+                "first start to last look-back end ns %.0f | first round: block start after the first ns p50/max "
+                "%.0f/%.0f, start to first barrier ns p50/max %.0f/%.0f\n",
                 label, lg, grid, tiles, q(wait, .5), q(wait, .9), q(scan, .5), q(scan, .9), q(look, .5), q(look, .9),
                 q(store, .5), q(store, .9), q(iter, .5), q(iter, .9), q(polls, .5), q(polls, .9), q(polls, 1.0),
                 q(look_ns, .5), q(look_ns, .9), q(lead_ns, .5), q(lead_ns, .1), q(period, .5), q(first_look_ns, .5),
-                q(first_look_ns, 1.0), q(first_end_ns, .5), q(first_end_ns, 1.0), double(t_end - t_start));
+                q(first_look_ns, 1.0), q(first_end_ns, .5), q(first_end_ns, 1.0), double(t_end - t_start),
+                q(first_start_ns, .5), q(first_start_ns, 1.0), q(first_data_ns, .5), q(first_data_ns, 1.0));
   }
 
   //! The persistent kernel with an explicit shape; a refused launch (fallback) is reported as a failure.
