@@ -66,8 +66,9 @@ void build_rows_then_columns_for_each(context& ctx, const In* image, Table* tabl
 //! their tiles straight from global memory, 73.5% -> 77% of copy at 4K, 78% at 8K as before
 //! (H100). Not taken: R8 the same way (1-1.5 points slower), and the prefetching kernel (RGBA8 in
 //! canopy-sat-phases: the same at 4K, about 2 points more at 8K, but its 80 KB of dynamic shared
-//! memory beside 19 KB static would not fit sm_86's 99 KB a block). docs/sat.md, "Deferred stores". Needs a 16-byte aligned
-//! table with rows of whole 16-byte units, and two blocks per SM (dispatch_single_pass).
+//! memory beside 19 KB static would not fit sm_86's 99 KB a block). docs/sat.md, "Deferred stores".
+//! Needs a 16-byte aligned table with rows of whole 16-byte units, and two blocks per SM
+//! (dispatch_single_pass).
 template <class In, class Table, int C, detail::sat::look_back_protocol Protocol>
 struct single_pass_choice {
   static constexpr bool prefetch = detail::sat::prefetch_units<In, C>() == 1;
@@ -77,6 +78,13 @@ struct single_pass_choice {
   static_assert(!deferred || sizeof(Table) == 4, "tagged words hold 4-byte values");
   static constexpr auto order = detail::sat::tile_order::diagonal;
   static constexpr auto poll = detail::sat::look_back_poll::lean;
+  //! The persistent mode's kernel and its dynamic shared memory.
+  static constexpr auto persistent_kernel() {
+    return detail::sat::sat_single_pass_kernel<In, Table, C, prefetch, false, order, poll, Protocol, deferred>;
+  }
+  static constexpr std::size_t persistent_bytes() {
+    return std::size_t(detail::sat::persistent_dynamic_bytes<In, Table, C, prefetch, deferred>());
+  }
 };
 
 //! Blocks of the persistent kernel that fit on the device at once; 0 where the device
@@ -90,11 +98,8 @@ template <class In, class Table, int C, detail::sat::look_back_protocol Protocol
 std::size_t resident_persistent_blocks(const context& ctx) {
   namespace k = detail::sat;
   using choice = single_pass_choice<In, Table, C, Protocol>;
-  const int per_sm =
-      detail::resident_blocks_per_sm<k::sat_single_pass_kernel<In, Table, C, choice::prefetch, false, choice::order,
-                                                               choice::poll, Protocol, choice::deferred>>(
-          ctx, k::block_threads, std::size_t(k::persistent_dynamic_bytes<In, Table, C, choice::prefetch, choice::deferred>()),
-          detail::residency_needs{0, true, choice::prefetch});
+  const int per_sm = detail::resident_blocks_per_sm<choice::persistent_kernel()>(
+      ctx, k::block_threads, choice::persistent_bytes(), detail::residency_needs{0, true, choice::prefetch});
   return std::size_t(per_sm) * std::size_t(std::max(ctx.device().multiprocessors, 1));
 }
 
@@ -109,14 +114,11 @@ bool launch_persistent(context& ctx, const In* image, Table* table, int width, i
   namespace k = detail::sat;
   using choice = single_pass_choice<In, Table, C, Protocol>;
   ++k::testing().persistent_attempts;
-  if (detail::launch_cooperative(
-          k::sat_single_pass_kernel<In, Table, C, choice::prefetch, false, choice::order, choice::poll, Protocol,
-                                    choice::deferred>,
-          unsigned(blocks), k::block_threads,
-          std::size_t(k::persistent_dynamic_bytes<In, Table, C, choice::prefetch, choice::deferred>()), ctx.stream(),
-          "launch of canopy::detail::sat::sat_single_pass_kernel", image, table, width, height, offset, tiles_x, tiles,
-          d)) {
-    if constexpr (choice::deferred && !choice::prefetch) ++k::testing().deferred_launches;
+  if (detail::launch_cooperative(choice::persistent_kernel(), unsigned(blocks), k::block_threads,
+                                 choice::persistent_bytes(), ctx.stream(),
+                                 "launch of canopy::detail::sat::sat_single_pass_kernel", image, table, width, height,
+                                 offset, tiles_x, tiles, d)) {
+    if constexpr (choice::deferred) ++k::testing().deferred_launches;
     return true;
   }
   ++k::testing().cooperative_refusals;

@@ -27,8 +27,8 @@ struct testing_hooks {
   std::atomic<int> persistent_grid_surplus{0};
   //! Persistent launches refused as too large (cudaErrorCooperativeLaunchTooLarge) since start.
   std::atomic<unsigned long long> cooperative_refusals{0};
-  //! Persistent launches attempted (the refused ones included) and launches of the deferred-store
-  //! kernel without the prefetch (16-byte pixels) that ran, since start.
+  //! Persistent launches attempted (the refused ones included), and launches of the deferred-store
+  //! kernel (16-byte pixels) that ran, since start.
   std::atomic<unsigned long long> persistent_attempts{0};
   std::atomic<unsigned long long> deferred_launches{0};
 };

@@ -471,11 +471,17 @@ struct tile_shared {
   double sample_sum[block_threads / 32][C];  // float tables: per-warp sums of the offset samples
 };
 
-//! 16-byte units of one thread's row segment (4 pixels x C values of In); 0 when a segment is not
-//! a whole number of units (those images are loaded straight from global memory, no prefetch).
+//! 16-byte units of one thread's row segment (4 pixels x C values of T); 0 when a segment is not a
+//! whole number of units.
+template <class T, int C>
+constexpr int segment_units() {
+  return (int(sizeof(T)) * pixels_per_thread * C) % 16 == 0 ? int(sizeof(T)) * pixels_per_thread * C / 16 : 0;
+}
+
+//! Units of an image segment; 0: those images are loaded straight from global memory, no prefetch.
 template <class In, int C>
 constexpr int prefetch_units() {
-  return (int(sizeof(In)) * pixels_per_thread * C) % 16 == 0 ? int(sizeof(In)) * pixels_per_thread * C / 16 : 0;
+  return segment_units<In, C>();
 }
 
 //! Dynamic shared memory of the prefetching kernel: one tile of the image, rows_per_warp x units
@@ -483,12 +489,6 @@ constexpr int prefetch_units() {
 template <class In, int C>
 constexpr int prefetch_bytes() {
   return rows_per_warp * prefetch_units<In, C>() * block_threads * 16;
-}
-
-//! 16-byte units of one thread's row segment of the table (4 pixels x C values of Table).
-template <class Table, int C>
-constexpr int table_units() {
-  return (int(sizeof(Table)) * pixels_per_thread * C) % 16 == 0 ? int(sizeof(Table)) * pixels_per_thread * C / 16 : 0;
 }
 
 //! Shared memory of the deferred stores (the Deferred kernel flag): one whole tile of table values,
@@ -644,7 +644,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
   // same for RGBA32F, 2 points less for RGBA8 at 8K; docs/sat.md). Tagged words only; the table
   // must be 16-byte aligned and its rows whole 16-byte units (width * C * sizeof(Table) % 16 == 0;
   // the dispatch checks both).
-  constexpr int out_units = table_units<Table, C>();
+  constexpr int out_units = segment_units<Table, C>();
   static_assert(!Deferred || (tagged && out_units > 0 && out_units <= 8),
                 "deferred stores: tagged words, whole 16-byte units");
   extern __shared__ uint4 s_prefetch[];
