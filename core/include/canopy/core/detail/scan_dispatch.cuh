@@ -109,12 +109,6 @@ bool launch_persistent_scan(context& ctx, const T* in, T* out, std::size_t n, co
   scan_kernel_params<T, Op> p{in, out, n, nullptr, 0, identity ? *identity : T{}, identity != nullptr,
                               state.status, tiles, state.counter, op, profile};
   p.epoch = state.epoch;
-  if constexpr (Shape::plain_launch) {
-    persistent_scan_kernel<T, Op, Shape>
-        <<<static_cast<unsigned>(grid), Shape::block_threads, Shape::shared_bytes, ctx.stream()>>>(p);
-    CANOPY_CUDA_CHECK_LAUNCH("canopy::persistent_scan_kernel (plain launch)");
-    return true;
-  }
   return launch_cooperative(persistent_scan_kernel<T, Op, Shape>, static_cast<unsigned>(grid), Shape::block_threads,
                             Shape::shared_bytes, ctx.stream(), "launch of canopy::persistent_scan_kernel", p);
 }

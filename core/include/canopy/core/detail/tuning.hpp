@@ -80,10 +80,6 @@ enum persistent_scan_option : unsigned {
   //! Diagnostics only, WRONG RESULTS: no look-back (every tile's prefix is taken as zero); measures the
   //! pipeline without the cross-block dependency.
   persist_skip_lookback = 16u,
-  //! Tuning only: an ordinary launch instead of a cooperative one (measures what the cooperative
-  //! launch costs; the grid is still one wave from the occupancy query, but nothing guarantees its
-  //! blocks are co-resident, e.g. under an MPS SM limit).
-  persist_plain_launch = 32u,
   //! Tuning only: plain write-back stores instead of evict-first (st.global.cs) ones.
   persist_plain_stores = 64u,
   //! Tuning only: look-back back-off capped at 64 ns instead of 256 ns.
@@ -109,7 +105,6 @@ struct persistent_scan_shape {
   static constexpr bool streaming = (Options & persist_plain_stores) == 0;
   static constexpr bool evict_first_loads = (Options & persist_evict_first_loads) != 0;
   static constexpr bool profile = (Options & persist_profile) != 0;
-  static constexpr bool plain_launch = (Options & persist_plain_launch) != 0;
   static constexpr bool skip_lookback = (Options & persist_skip_lookback) != 0;
   static constexpr int block_threads = BlockThreads;
   static constexpr int warps = BlockThreads / 32;
