@@ -181,22 +181,21 @@ struct runner {
     if (persistent) blocks = std::min<std::size_t>(tiles, std::size_t(per_sm) * g_sms);
     if (!persistent && canopy::sat_has_offset_v<Table>)
       k::sat_offset_kernel<In, Table><<<1, 256, 0, s>>>(image, offset, w, h, C);
-    if (persistent && g_cooperative != 0) {
-      // As the library launches it (sat.cu): cooperatively (1, 2), largest shared-memory carveout (1, 3).
-      static bool carveout = false;
-      if (!carveout && g_cooperative != 2)
-        CANOPY_CUDA_CHECK(
-            cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    // Persistent variants as the library may launch them (sat.cu): cooperatively (switch 1, 2), with
+    // the largest shared-memory carveout (1, 3).
+    const bool cooperative = persistent && (g_cooperative == 1 || g_cooperative == 2);
+    static bool carveout = false;  // per kernel instantiation
+    if (persistent && (g_cooperative == 1 || g_cooperative == 3) && !carveout) {
+      CANOPY_CUDA_CHECK(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
       carveout = true;
-      if (g_cooperative == 3)
-        kernel<<<unsigned(blocks), k::block_threads, dyn, s>>>(image, table, w, h, offset, tiles_x, unsigned(tiles), d);
-      else if (!canopy::detail::launch_cooperative(kernel, unsigned(blocks), k::block_threads, std::size_t(dyn), s,
-                                              "canopy-sat-phases cooperative launch", image, table, w, h, offset,
-                                              tiles_x, unsigned(tiles), d))
-        throw std::runtime_error("cooperative launch refused");
-    } else {
-      kernel<<<unsigned(blocks), k::block_threads, dyn, s>>>(image, table, w, h, offset, tiles_x, unsigned(tiles), d);
     }
+    if (!cooperative)
+      kernel<<<unsigned(blocks), k::block_threads, dyn, s>>>(image, table, w, h, offset, tiles_x, unsigned(tiles), d);
+    else if (!canopy::detail::launch_cooperative(kernel, unsigned(blocks), k::block_threads, std::size_t(dyn), s,
+                                                 "canopy-sat-phases cooperative launch", image, table, w, h, offset,
+                                                 tiles_x, unsigned(tiles), d))
+      throw std::runtime_error("cooperative launch refused");
     CANOPY_CUDA_CHECK(cudaGetLastError());
     stamp_tiles = tiles;
     return unsigned(per_sm);
