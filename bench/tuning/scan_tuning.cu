@@ -239,15 +239,30 @@ void sweep_scan_i32(canopy::context& ctx, int lg) {
   constexpr unsigned B64 = canopy::detail::tuning::persist_backoff_64;
   constexpr unsigned B0 = canopy::detail::tuning::persist_no_backoff;
   using def = canopy::detail::tuning::plain_persistent_shape<T>;
-  c.run_persistent<def>("persist 32KB x3 x2 (default)");
+  using s9 = persistent_scan_shape<T, 512, 4, 3, 2, 1, F>;  // the default until session 10
+  c.run_persistent<def>("persist 48KB x2 x2 256 thr (default)");
+  c.run_persistent<s9>("persist 32KB x3 x2 (session 9 default)");
   c.run_persistent<def>("persist default, grid <= 256", true, 256);
   c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F | S>>("persist 32KB x3 x2, plain stores");
   c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F | B64>>("persist 32KB x3 x2, back-off <= 64ns");
   c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F | B0>>("persist 32KB x3 x2, no back-off");
   c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F | S>>("persist plain stores, grid <= 256", true, 256);
   c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, X | F>>("DIAG persist 32KB x3 x2, NO look-back", false);
-  c.run_persistent<def>("persist 32KB x3 x2 (default, again)");
-  c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P | F>>("32KB x3 x2 (default)");
+  c.run_persistent<persistent_scan_shape<T, 512, 3, 4, 2, 1, F>>("persist 24KB x4 x2");
+  c.run_persistent<persistent_scan_shape<T, 512, 2, 6, 2, 1, F>>("persist 16KB x6 x2");
+  c.run_persistent<persistent_scan_shape<T, 256, 8, 3, 2, 1, F>>("persist 32KB x3 x2, 256 threads");
+  c.run_persistent<persistent_scan_shape<T, 256, 4, 6, 2, 1, F>>("persist 16KB x6 x2, 256 threads");
+  c.run_persistent<persistent_scan_shape<T, 256, 9, 3, 2, 1, F>>("persist 36KB x3 x2, 256 threads");
+  c.run_persistent<persistent_scan_shape<T, 512, 5, 2, 2, 1, F>>("persist 40KB x2 x2");
+  c.run_persistent<persistent_scan_shape<T, 512, 6, 2, 2, 1, F>>("persist 48KB x2 x2");
+  c.run_persistent<persistent_scan_shape<T, 384, 8, 2, 2, 1, F>>("persist 48KB x2 x2, 384 threads");
+  c.run_persistent<persistent_scan_shape<T, 256, 13, 2, 2, 1, F>>("persist 52KB x2 x2, 256 threads");
+  c.run_persistent<persistent_scan_shape<T, 256, 14, 2, 2, 1, F>>("persist 56KB x2 x2, 256 threads");
+  c.run_persistent<persistent_scan_shape<T, 256, 10, 2, 2, 1, F>>("persist 40KB x2 x2, 256 threads");
+  c.run_persistent<s9>("persist 32KB x3 x2 (session 9 default, again)");
+  c.run_persistent<def>("persist 48KB x2 x2 256 thr (default, again)");
+  c.profile_persistent<persistent_scan_shape<T, 256, 12, 2, 2, 1, P | F>>("48KB x2 x2 256 thr (default)");
+  c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P | F>>("32KB x3 x2 (session 9 default)");
   // The same with full-range random inputs (canopy-bench's kind) instead of small repeating values:
   // CUB and canopy again, on the same buffers.
   {
@@ -298,9 +313,16 @@ void sweep_scan_i64(canopy::context& ctx, int lg) {
   c.run<canopy::detail::tuning::plain_scan_shape<T>>("block per tile 128B x256 mb4 (old default)");
   constexpr unsigned F = canopy::detail::tuning::persist_evict_first_loads;
   constexpr unsigned S = canopy::detail::tuning::persist_plain_stores;
-  c.run_persistent<canopy::detail::tuning::plain_persistent_shape<T>>("persist 32KB x3 x2 (default)");
-  c.run_persistent<canopy::detail::tuning::plain_persistent_shape<T>>("persist default, grid <= 256", true, 256);
+  using def = canopy::detail::tuning::plain_persistent_shape<T>;
+  using s9 = persistent_scan_shape<T, 512, 4, 3, 2, 1, F>;  // the default until session 10
+  c.run_persistent<def>("persist 40KB x2 x2 256 thr (default)");
+  c.run_persistent<s9>("persist 32KB x3 x2 (session 9 default)");
+  c.run_persistent<def>("persist default, grid <= 256", true, 256);
   c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F | S>>("persist 32KB x3 x2, plain stores");
+  c.run_persistent<persistent_scan_shape<T, 256, 12, 2, 2, 1, F>>("persist 48KB x2 x2, 256 threads");
+  c.run_persistent<persistent_scan_shape<T, 512, 6, 2, 2, 1, F>>("persist 48KB x2 x2");
+  c.run_persistent<s9>("persist 32KB x3 x2 (session 9 default, again)");
+  c.run_persistent<def>("persist 40KB x2 x2 256 thr (default, again)");
 }
 
 // ---- select -------------------------------------------------------------------------------------

@@ -532,7 +532,7 @@ bool persistent_scan_runs_here(canopy::context& ctx) {
              canopy::detail::tuning::plain_persistent_shape<std::int32_t>>(ctx) > 0;
 }
 
-// The persistent plain scan (scan_dispatch.cuh): sizes around its tile (8192 4-byte / 4096 8-byte
+// The persistent plain scan (scan_dispatch.cuh): sizes around its tile (12288 4-byte / 5120 8-byte
 // items by default), around whole rounds of the grid (one tile per block) and past several trips
 // around the shared-memory stages, so that refills, the partial last tile and the static tile order
 // are all exercised; in place and out of place; the kernel is called directly (so that a silent
@@ -613,7 +613,7 @@ TEST_F(CudaScan, PersistentKernelShapes) {
   canopy::context& ctx = this->ctx();
   if (!persistent_scan_runs_here(ctx)) GTEST_SKIP() << "no sm_90 persistent scan on " << ctx.device().name;
   namespace tn = canopy::detail::tuning;
-  using NormalLoads = tn::persistent_scan_shape<std::int32_t, 512, 4, 3, 2>;  // the default minus evict-first
+  using NormalLoads = tn::persistent_scan_shape<std::int32_t, 512, 4, 3, 2>;  // the old default minus evict-first
   using Big = tn::persistent_scan_shape<std::int32_t, 512, 8, 3, 1>;
   using Three = tn::persistent_scan_shape<std::int64_t, 384, 4, 3, 3>;
   using Plus32 = canopy::plus<std::int32_t>;

@@ -129,15 +129,22 @@ constexpr bool persistent_scan_supports() {
   return sizeof(T) >= 4 && vector_elements<T>() > 1 && vector_elements<T>() * sizeof(T) == 16;
 }
 
-//! The persistent plain scan's default shape: 512 threads x 4 rows (32 KB tiles), 3 stages, 2 blocks
-//! per SM = 192 KB of stages per SM (64 KB of loads ahead of each block), evict-first bulk loads.
+//! The persistent plain scan's default shape: 256 threads x 12 rows (48 KB tiles; 8-byte values: 10
+//! rows, 40 KB), 2 stages, 2 blocks per SM = 192 KB (160 KB) of stages per SM, evict-first bulk
+//! loads. History: 512 threads x 4 rows (32 KB tiles), 3 stages, 2 blocks per SM until session 10.
 //! H100, session 3, run 11 (docs/performance/scan.md): 2^28 i32 inclusive 0.765 ms (CUB 0.886, copy
 //! 0.720), i64 exclusive 1.488 ms (CUB 1.585); 24 KB x 3 blocks within 1.5%, 64 KB x 1 block 3%
 //! slower, wider look-back windows 3-10% slower (run 10). Session 4, run 13 (GPU-only timing):
 //! evict-first loads 1.9% / 1.0% faster at 2^26 / 2^28 i32 and 0.9% / 0.5% for i64 (within noise
 //! in run 11); bulk shared -> global stores 1-2% slower; a staggered start within 0.5%.
+//! Session 10 (H100, canopy-scan-tuning, three processes, docs/performance/scan.md): larger tiles
+//! with two stages instead of three, 256 threads, the same 96 KB of stages per block. i32: 48 KB
+//! tiles (12 rows a thread), 2^28 0.7407-0.7435 ms against 0.7508-0.7554 for 32 KB x 3 (16 KB and
+//! 24 KB tiles were 4% and 1.4% slower, 52 and 56 KB no better); i64: 40 KB tiles (10 rows),
+//! 1.4626 ms against 1.4749, and at 2^20, where 48 KB tiles leave too few tiles for the grid, the
+//! same as 32 KB (0.0101 ms against 0.0100; 48 KB 0.0110).
 template <class T>
-using plain_persistent_shape = persistent_scan_shape<T, 512, 4, 3, 2, 1, persist_evict_first_loads>;
+using plain_persistent_shape = persistent_scan_shape<T, 256, (sizeof(T) <= 4 ? 12 : 10), 2, 2, 1, persist_evict_first_loads>;
 
 //! A select shape whose tiles write their selected run with 16-byte stores (single_pass_select_kernel;
 //! a partition still stores element by element).
