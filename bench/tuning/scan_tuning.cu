@@ -168,6 +168,20 @@ struct scan_case {
            2.0 * n * sizeof(T), cub_ms, copy_ms, launched && (!checked || out.to_host() == ref));
   }
 
+  //! The default persistent shape and session 9's (512 threads, 32 KB tiles, 3 stages), `when`
+  //! appended to their labels.
+  void run_defaults(const char* when = "") {
+    namespace tn = canopy::detail::tuning;
+    using def = tn::plain_persistent_shape<T>;
+    using s9 = tn::persistent_scan_shape<T, 512, 4, 3, 2, 1, tn::persist_evict_first_loads>;
+    char a[96], b[96];
+    std::snprintf(a, sizeof a, "persist %zuKB x%d x2 %d thr (default%s)", def::tile_bytes / 1024, def::stages,
+                  def::block_threads, when);
+    std::snprintf(b, sizeof b, "persist 32KB x3 x2 (session 9 default%s)", when);
+    run_persistent<def>(a);
+    run_persistent<s9>(b);
+  }
+
   //! The public entry point (whatever the dispatch picks).
   void run_public(const char* label) {
     const std::size_t n = in.size();
@@ -239,9 +253,7 @@ void sweep_scan_i32(canopy::context& ctx, int lg) {
   constexpr unsigned B64 = canopy::detail::tuning::persist_backoff_64;
   constexpr unsigned B0 = canopy::detail::tuning::persist_no_backoff;
   using def = canopy::detail::tuning::plain_persistent_shape<T>;
-  using s9 = persistent_scan_shape<T, 512, 4, 3, 2, 1, F>;  // the default until session 10
-  c.run_persistent<def>("persist 48KB x2 x2 256 thr (default)");
-  c.run_persistent<s9>("persist 32KB x3 x2 (session 9 default)");
+  c.run_defaults();
   c.run_persistent<def>("persist default, grid <= 256", true, 256);
   c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F | S>>("persist 32KB x3 x2, plain stores");
   c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F | B64>>("persist 32KB x3 x2, back-off <= 64ns");
@@ -259,8 +271,7 @@ void sweep_scan_i32(canopy::context& ctx, int lg) {
   c.run_persistent<persistent_scan_shape<T, 256, 13, 2, 2, 1, F>>("persist 52KB x2 x2, 256 threads");
   c.run_persistent<persistent_scan_shape<T, 256, 14, 2, 2, 1, F>>("persist 56KB x2 x2, 256 threads");
   c.run_persistent<persistent_scan_shape<T, 256, 10, 2, 2, 1, F>>("persist 40KB x2 x2, 256 threads");
-  c.run_persistent<s9>("persist 32KB x3 x2 (session 9 default, again)");
-  c.run_persistent<def>("persist 48KB x2 x2 256 thr (default, again)");
+  c.run_defaults(", again");
   c.profile_persistent<persistent_scan_shape<T, 256, 12, 2, 2, 1, P | F>>("48KB x2 x2 256 thr (default)");
   c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P | F>>("32KB x3 x2 (session 9 default)");
   // The same with full-range random inputs (canopy-bench's kind) instead of small repeating values:
@@ -313,16 +324,12 @@ void sweep_scan_i64(canopy::context& ctx, int lg) {
   c.run<canopy::detail::tuning::plain_scan_shape<T>>("block per tile 128B x256 mb4 (old default)");
   constexpr unsigned F = canopy::detail::tuning::persist_evict_first_loads;
   constexpr unsigned S = canopy::detail::tuning::persist_plain_stores;
-  using def = canopy::detail::tuning::plain_persistent_shape<T>;
-  using s9 = persistent_scan_shape<T, 512, 4, 3, 2, 1, F>;  // the default until session 10
-  c.run_persistent<def>("persist 40KB x2 x2 256 thr (default)");
-  c.run_persistent<s9>("persist 32KB x3 x2 (session 9 default)");
-  c.run_persistent<def>("persist default, grid <= 256", true, 256);
+  c.run_defaults();
+  c.run_persistent<canopy::detail::tuning::plain_persistent_shape<T>>("persist default, grid <= 256", true, 256);
   c.run_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, F | S>>("persist 32KB x3 x2, plain stores");
   c.run_persistent<persistent_scan_shape<T, 256, 12, 2, 2, 1, F>>("persist 48KB x2 x2, 256 threads");
   c.run_persistent<persistent_scan_shape<T, 512, 6, 2, 2, 1, F>>("persist 48KB x2 x2");
-  c.run_persistent<s9>("persist 32KB x3 x2 (session 9 default, again)");
-  c.run_persistent<def>("persist 40KB x2 x2 256 thr (default, again)");
+  c.run_defaults(", again");
 }
 
 // ---- select -------------------------------------------------------------------------------------
