@@ -271,6 +271,9 @@ void sweep_scan_i32(canopy::context& ctx, int lg) {
   c.run_persistent<persistent_scan_shape<T, 256, 13, 2, 2, 1, F>>("persist 52KB x2 x2, 256 threads");
   c.run_persistent<persistent_scan_shape<T, 256, 14, 2, 2, 1, F>>("persist 56KB x2 x2, 256 threads");
   c.run_persistent<persistent_scan_shape<T, 256, 10, 2, 2, 1, F>>("persist 40KB x2 x2, 256 threads");
+  c.run_persistent<persistent_scan_shape<T, 256, 8, 2, 3, 1, F>>("persist 32KB x2 x3, 256 threads");
+  c.run_persistent<persistent_scan_shape<T, 256, 9, 2, 3, 1, F>>("persist 36KB x2 x3, 256 threads");
+  c.run_persistent<persistent_scan_shape<T, 128, 24, 2, 2, 1, F>>("persist 48KB x2 x2, 128 threads");
   c.run_defaults(", again");
   c.profile_persistent<persistent_scan_shape<T, 256, 12, 2, 2, 1, P | F>>("48KB x2 x2 256 thr (default)");
   c.profile_persistent<persistent_scan_shape<T, 512, 4, 3, 2, 1, P | F>>("32KB x3 x2 (session 9 default)");
