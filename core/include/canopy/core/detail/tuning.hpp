@@ -137,14 +137,15 @@ constexpr bool persistent_scan_supports() {
 //! slower, wider look-back windows 3-10% slower (run 10). Session 4, run 13 (GPU-only timing):
 //! evict-first loads 1.9% / 1.0% faster at 2^26 / 2^28 i32 and 0.9% / 0.5% for i64 (within noise
 //! in run 11); bulk shared -> global stores 1-2% slower; a staggered start within 0.5%.
-//! Session 10 (H100, canopy-scan-tuning, three processes, docs/performance/scan.md): larger tiles
+//! Session 10 (H100, canopy-scan-tuning, up to five processes, docs/performance/scan.md): larger tiles
 //! with two stages instead of three, 256 threads, the same 96 KB of stages per block. i32: 48 KB
-//! tiles (12 rows a thread), 2^28 0.7407-0.7435 ms against 0.7508-0.7554 for 32 KB x 3 (16 KB and
+//! tiles (12 rows a thread), 2^28 0.7407-0.7437 ms against 0.7502-0.7554 for 32 KB x 3 (16 KB and
 //! 24 KB tiles were 4% and 1.4% slower, 52 and 56 KB no better); i64: 40 KB tiles (10 rows),
 //! 1.4626 ms against 1.4749, and at 2^20, where 48 KB tiles leave too few tiles for the grid, the
 //! same as 32 KB (0.0101 ms against 0.0100; 48 KB 0.0110).
 template <class T>
-using plain_persistent_shape = persistent_scan_shape<T, 256, (sizeof(T) <= 4 ? 12 : 10), 2, 2, 1, persist_evict_first_loads>;
+using plain_persistent_shape =
+    persistent_scan_shape<T, 256, (sizeof(T) <= 4 ? 12 : 10), 2, 2, 1, persist_evict_first_loads>;
 
 //! A select shape whose tiles write their selected run with 16-byte stores (single_pass_select_kernel;
 //! a partition still stores element by element).
