@@ -134,10 +134,8 @@ void dispatch_single_pass(context& ctx, const In* image, Table* table, int width
   using choice = single_pass_choice<In, Table, C, Protocol>;
   if constexpr (choice::persistent) {
     const std::size_t resident = resident_persistent_blocks<In, Table, C, Protocol>(ctx);
-    const bool prefetch_fits = !choice::prefetch || (reinterpret_cast<std::uintptr_t>(image) % 16 == 0 &&
-                                                     (std::size_t(width) * C * sizeof(In)) % 16 == 0);
-    const bool deferred_fits = !choice::deferred || (reinterpret_cast<std::uintptr_t>(table) % 16 == 0 &&
-                                                     (std::size_t(width) * C * sizeof(Table)) % 16 == 0);
+    const bool prefetch_fits = !choice::prefetch || k::whole_unit_rows(image, std::size_t(width) * C * sizeof(In));
+    const bool deferred_fits = !choice::deferred || k::whole_unit_rows(table, std::size_t(width) * C * sizeof(Table));
     // Without the prefetch the persistent mode is worth it only at two blocks per SM (one tile per
     // block runs two).
     const bool enough = choice::prefetch ? resident > 0

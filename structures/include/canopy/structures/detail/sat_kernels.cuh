@@ -112,6 +112,37 @@ __device__ __forceinline__ int stage_slot(int l, int k) {
   return l * Units + (pow2 ? (k ^ ((l >> shift) & (Units - 1))) : k);
 }
 
+//! Lane `lane`'s row segment (N values of T, a whole number of 16-byte units) into a warp row
+//! `stage` of 32 x units 16-byte units, in stage_slot order.
+template <class T, int N>
+__device__ __forceinline__ void stage_segment(uint4* stage, const T (&v)[N], int lane) {
+  constexpr int bytes = int(sizeof(T)) * N;
+  static_assert(bytes % 16 == 0 && bytes <= 128, "16-byte units, at most 8 per lane");
+  constexpr int units = bytes / 16;
+  union {
+    uint4 w[units];
+    T e[N];
+  } u;
+#pragma unroll
+  for (int k = 0; k < N; ++k) u.e[k] = v[k];
+#pragma unroll
+  for (int k = 0; k < units; ++k) stage[stage_slot<units>(lane, k)] = u.w[k];
+}
+
+//! The first `valid` 16-byte units of a staged warp row (32 x Units units, stage_slot order) to
+//! `g`: each store instruction of the warp writes 512 contiguous bytes.
+template <int Units>
+__device__ __forceinline__ void store_staged_row(uint4* g, const uint4* stage, int valid, int lane) {
+#pragma unroll
+  for (int i = 0; i < Units; ++i) {
+    const int unit = i * 32 + lane;
+    if (unit < valid) {
+      const uint4 w = stage[stage_slot<Units>(unit / Units, unit % Units)];
+      __stcs(g + unit, w);
+    }
+  }
+}
+
 //! Stores one row segment of a warp, lane l holding the 4 pixels 4l..4l+3, so that each store
 //! instruction of the warp covers 512 contiguous bytes (lane-owned segments of 32 to 128 bytes
 //! would put every instruction over up to 16 lines, each written a fraction at a time). The lanes'
@@ -120,27 +151,11 @@ __device__ __forceinline__ int stage_slot(int l, int k) {
 //! Preconditions (warp-uniform): the whole segment lies in the row, `row` is 16-byte aligned.
 template <class T, int N>
 __device__ __forceinline__ void store_row_staged(T* row, const T (&v)[N], T* stage, int lane) {
-  constexpr int bytes = int(sizeof(T)) * N;
-  static_assert(bytes % 16 == 0 && bytes <= 128, "16-byte units, at most 8 per lane");
-  constexpr int units = bytes / 16;
-  auto slot = [](int l, int k) { return stage_slot<units>(l, k); };
-  union {
-    uint4 w[units];
-    T e[N];
-  } u;
-#pragma unroll
-  for (int k = 0; k < N; ++k) u.e[k] = v[k];
+  constexpr int units = int(sizeof(T)) * N / 16;
   uint4* s = reinterpret_cast<uint4*>(stage);
-#pragma unroll
-  for (int k = 0; k < units; ++k) s[slot(lane, k)] = u.w[k];
+  stage_segment(s, v, lane);
   __syncwarp();
-  uint4* g = reinterpret_cast<uint4*>(row);
-#pragma unroll
-  for (int i = 0; i < units; ++i) {
-    const int unit = i * 32 + lane;
-    const uint4 w = s[slot(unit / units, unit % units)];
-    __stcs(g + unit, w);
-  }
+  store_staged_row<units>(reinterpret_cast<uint4*>(row), s, 32 * units, lane);
   __syncwarp();
 }
 
@@ -478,6 +493,20 @@ constexpr int segment_units() {
   return (int(sizeof(T)) * pixels_per_thread * C) % 16 == 0 ? int(sizeof(T)) * pixels_per_thread * C / 16 : 0;
 }
 
+//! Whether rows of `row_bytes` starting at `p` are 16-byte aligned whole 16-byte units: what the
+//! prefetch and the coalesced loads need of the image, and the deferred stores of the table.
+__host__ __device__ inline bool whole_unit_rows(const void* p, std::size_t row_bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && row_bytes % 16 == 0;
+}
+
+//! 16-byte units of tile column tj's part of a row of `width` pixels of C values of T (rows of
+//! whole units: every unit lies wholly inside or outside the image).
+template <class T, int C>
+__device__ __forceinline__ int tile_row_units(int width, int tj) {
+  const int valid_px = width - tj * tile_cols < tile_cols ? width - tj * tile_cols : tile_cols;
+  return valid_px * C * int(sizeof(T)) / 16;
+}
+
 //! Units of an image segment; 0: those images are loaded straight from global memory, no prefetch.
 template <class In, int C>
 constexpr int prefetch_units() {
@@ -571,18 +600,54 @@ template <class Table, int C, int OutUnits>
 __device__ __forceinline__ void store_staged_rows(Table* table, int width, int height, const uint4* stage, int ti,
                                                   int tj, int row_begin, int row_end) {
   const int lane = int(threadIdx.x) & 31;
-  const int valid_px = width - tj * tile_cols < tile_cols ? width - tj * tile_cols : tile_cols;
-  const int valid_units = valid_px * C * int(sizeof(Table)) / 16;  // whole: rows are whole units
+  const int valid_units = tile_row_units<Table, C>(width, tj);
   for (int ty = row_begin; ty < row_end; ++ty) {
     const int y = ti * tile_rows + ty;
     if (y >= height) break;
     uint4* g = reinterpret_cast<uint4*>(table + (std::size_t(y) * std::size_t(width) + std::size_t(tj) * tile_cols) * C);
-    const uint4* st = stage + ty * 32 * OutUnits;
+    store_staged_row<OutUnits>(g, stage + ty * 32 * OutUnits, valid_units, lane);
+  }
+}
+
+//! The rows_per_warp row segments of warp `warp` in tile (ti, tj) of an image whose rows are whole
+//! 16-byte units (whole_unit_rows), Units units a lane: each load instruction of the warp reads 512
+//! contiguous bytes of a row (lane l: units l, l + 32, ...), and the units reach their owners
+//! through `scratch` (this warp's, 32 x Units units; separated from the warp's other uses of it by
+//! __syncwarp on both sides). Pixels outside the image read as zeros.
+template <class In, int C, int Units, int Segment>
+__device__ __forceinline__ void load_rows_coalesced(const In* image, int width, int height, int ti, int tj, int warp,
+                                                    int lane, uint4* scratch, In (&raw)[rows_per_warp][Segment]) {
+  const int valid_units = tile_row_units<In, C>(width, tj);
+  uint4 ld[rows_per_warp][Units];
 #pragma unroll
-    for (int i = 0; i < OutUnits; ++i) {
-      const int unit = i * 32 + lane;
-      if (unit < valid_units) __stcs(g + unit, st[stage_slot<OutUnits>(unit / OutUnits, unit % OutUnits)]);
+  for (int r = 0; r < rows_per_warp; ++r) {
+    const int y = ti * tile_rows + warp * rows_per_warp + r;
+    const uint4* src = reinterpret_cast<const uint4*>(
+        image + (std::size_t(y < height ? y : 0) * std::size_t(width) + std::size_t(tj) * tile_cols) * C);
+#pragma unroll
+    for (int i = 0; i < Units; ++i) {
+      const int u = i * 32 + lane;
+      ld[r][i] = (y < height && u < valid_units) ? __ldcs(src + u) : make_uint4(0, 0, 0, 0);
     }
+  }
+  __syncwarp();  // the warp's earlier reads of scratch, by other lanes
+#pragma unroll
+  for (int r = 0; r < rows_per_warp; ++r) {
+#pragma unroll
+    for (int i = 0; i < Units; ++i) {
+      const int u = i * 32 + lane;
+      scratch[stage_slot<Units>(u / Units, u % Units)] = ld[r][i];
+    }
+    __syncwarp();
+    union {
+      uint4 w[Units];
+      In e[Segment];
+    } x;
+#pragma unroll
+    for (int k = 0; k < Units; ++k) x.w[k] = scratch[stage_slot<Units>(lane, k)];
+#pragma unroll
+    for (int i = 0; i < Segment; ++i) raw[r][i] = x.e[i];
+    __syncwarp();
   }
 }
 
@@ -736,47 +801,16 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
       } else {
         bool loaded = false;
         if constexpr (Deferred && units > 1) {
-          // Segments of several 16-byte units (RGBA32F: 4): each load instruction of the warp reads
-          // 512 contiguous bytes of the row (lane l: units l, l + 32, ...), and the units reach their
-          // owners through this warp's column-sum array, free until the scan below. Per-lane segment
-          // loads would read every 32-byte sector in two halves from two instructions, half of them
-          // again from L2 when L1 (28 KB beside the largest shared-memory carveout) has lost it.
+          // Segments of several 16-byte units (RGBA32F: 4): 512 contiguous bytes per load
+          // instruction, the units passed to their owners through this warp's column-sum array,
+          // free until the scan below (its previous tile's column_base reads are behind the helper's
+          // first __syncwarp). Per-lane segment loads would read every 32-byte sector in two halves
+          // from two instructions, half of them again from L2 when L1 (28 KB beside the largest
+          // shared-memory carveout) has lost it.
           static_assert(sizeof(sh.warp_col[0]) >= std::size_t(32 * units * 16), "a warp row of units fits");
-          if ((reinterpret_cast<std::uintptr_t>(image) % 16) == 0 && (std::size_t(width) * C * sizeof(In)) % 16 == 0) {
-            const int valid_px = width - tj * tile_cols < tile_cols ? width - tj * tile_cols : tile_cols;
-            const int valid_units = valid_px * C * int(sizeof(In)) / 16;  // whole: rows are whole units
-            uint4 ld[Rows][units];
-#pragma unroll
-            for (int r = 0; r < Rows; ++r) {
-              const int y = ti * TR + warp * Rows + r;
-              const uint4* src = reinterpret_cast<const uint4*>(
-                  image + (std::size_t(y < height ? y : 0) * std::size_t(width) + std::size_t(tj) * tile_cols) * C);
-#pragma unroll
-              for (int i = 0; i < units; ++i) {
-                const int u = i * 32 + lane;
-                ld[r][i] = (y < height && u < valid_units) ? __ldcs(src + u) : make_uint4(0, 0, 0, 0);
-              }
-            }
-            uint4* sc = reinterpret_cast<uint4*>(&s_warp_col[warp][0][0]);
-            __syncwarp();  // the previous tile's column_base reads of this array, by other lanes
-#pragma unroll
-            for (int r = 0; r < Rows; ++r) {
-#pragma unroll
-              for (int i = 0; i < units; ++i) {
-                const int u = i * 32 + lane;
-                sc[stage_slot<units>(u / units, u % units)] = ld[r][i];
-              }
-              __syncwarp();
-              union {
-                uint4 w[units];
-                In e[segment];
-              } x;
-#pragma unroll
-              for (int k = 0; k < units; ++k) x.w[k] = sc[stage_slot<units>(lane, k)];
-#pragma unroll
-              for (int i = 0; i < segment; ++i) raw[r][i] = x.e[i];
-              __syncwarp();
-            }
+          if (whole_unit_rows(image, std::size_t(width) * C * sizeof(In))) {
+            load_rows_coalesced<In, C, units>(image, width, height, ti, tj, warp, lane,
+                                              reinterpret_cast<uint4*>(&s_warp_col[warp][0][0]), raw);
             loaded = true;
           }
         }
@@ -1037,38 +1071,22 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
 #pragma unroll
       for (int c = 0; c < C; ++c)
         column_base[p * C + c] = s_warp_col[warp][p * C + c][lane] + s_col_carry[p * C + c][lane] + s_corner[c];
-    if constexpr (Deferred) {
-      // Into the stage, rows of this warp; warps 2 and 3 store them during the next tile's
-      // look-backs (or every warp after the loop). The stage's previous contents were stored before
-      // the second barrier.
+    // Deferred: the values go to the stage (its previous contents were stored before the second
+    // barrier), and warps 2 and 3 store them during the next tile's look-backs (or every warp
+    // after the loop). Otherwise s_warp_col[warp] becomes this warp's store stage.
+    if constexpr (!Deferred) __syncwarp();
 #pragma unroll
-      for (int r = 0; r < Rows; ++r) {
-        const int ty = warp * Rows + r;
-        union {
-          uint4 w[out_units > 0 ? out_units : 1];
-          Table e[segment];
-        } u;
+    for (int r = 0; r < Rows; ++r) {
+      const int ty = warp * Rows + r;
+      const int y = ti * TR + ty;
+      Table out[segment];
 #pragma unroll
-        for (int p = 0; p < pixels_per_thread; ++p)
+      for (int p = 0; p < pixels_per_thread; ++p)
 #pragma unroll
-          for (int c = 0; c < C; ++c) u.e[p * C + c] = v[r][p][c] + column_base[p * C + c] + s_carry_prefix[ty][c];
-        uint4* st = s_out + ty * 32 * (out_units > 0 ? out_units : 1);
-#pragma unroll
-        for (int k = 0; k < out_units; ++k) st[stage_slot<out_units>(lane, k)] = u.w[k];
-      }
-      prev_ti = ti;
-      prev_tj = tj;
-    } else {
-      __syncwarp();  // s_warp_col[warp] becomes this warp's store stage
-#pragma unroll
-      for (int r = 0; r < Rows; ++r) {
-        const int ty = warp * Rows + r;
-        const int y = ti * TR + ty;
-        Table out[segment];
-#pragma unroll
-        for (int p = 0; p < pixels_per_thread; ++p)
-#pragma unroll
-          for (int c = 0; c < C; ++c) out[p * C + c] = v[r][p][c] + column_base[p * C + c] + s_carry_prefix[ty][c];
+        for (int c = 0; c < C; ++c) out[p * C + c] = v[r][p][c] + column_base[p * C + c] + s_carry_prefix[ty][c];
+      if constexpr (Deferred) {
+        stage_segment(s_out + ty * 32 * out_units, out, lane);
+      } else {
         Table* row = table + (std::size_t(y) * std::size_t(width) + std::size_t(tj * tile_cols)) * C;
         if constexpr ((sizeof(Table) * segment) % 16 == 0) {
           if (y < height && (tj + 1) * tile_cols <= width && reinterpret_cast<std::uintptr_t>(row) % 16 == 0) {
@@ -1080,6 +1098,10 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
           store_segment<Table, segment>(table + (std::size_t(y) * std::size_t(width) + std::size_t(x0)) * C,
                                         count * C, out);
       }
+    }
+    if constexpr (Deferred) {
+      prev_ti = ti;
+      prev_tj = tj;
     }
     if constexpr (Measure)
       if (tid == 0) {
