@@ -280,13 +280,7 @@ void sweep_scan_i32(canopy::context& ctx, int lg) {
   // The same with full-range random inputs (canopy-bench's kind) instead of small repeating values:
   // CUB and canopy again, on the same buffers.
   {
-    std::vector<T> h(n);
-    std::uint64_t x = 0x9e3779b97f4a7c15ull;
-    for (auto& v : h) {
-      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-      v = T(std::uint32_t(x >> 11));
-    }
-    in.assign(h);
+    canopy_bench::fill_random(ctx, in.view(), 0x5eed2026);
     auto r = make_scan_case<T, false>(ctx, lg, in, out);
     r.run_persistent<def>("persist default, random input");
     r.run_public("public inclusive_scan, random input");
