@@ -1,0 +1,85 @@
+// bench/sat/sat_proto_common.cuh — small helpers shared by the SAT design prototypes
+// (canopy-sat-warp-tiles, canopy-sat-staged): cache-policy loads and stores, cp.async, the store
+// stage's swizzle and CUDA-event medians. Bench code only; CUDA builds only.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define SAT_PROTO_CHECK(x)                                                                            \
+  do {                                                                                                \
+    const cudaError_t e_ = (x);                                                                       \
+    if (e_ != cudaSuccess) {                                                                          \
+      std::printf("CUDA error in %s at %s:%d: %s\n", #x, __FILE__, __LINE__, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                                   \
+    }                                                                                                 \
+  } while (0)
+
+namespace sat_proto {
+
+__device__ __forceinline__ std::uint64_t policy_evict_first() {
+  std::uint64_t p;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ std::uint64_t policy_evict_last() {
+  std::uint64_t p;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+//! 16-byte read-only load with an L2 cache policy.
+__device__ __forceinline__ uint4 load_policy(const uint4* a, std::uint64_t pol) {
+  uint4 v;
+  asm("ld.global.nc.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(a), "l"(pol));
+  return v;
+}
+//! 16-byte store with an L2 cache policy.
+__device__ __forceinline__ void store_policy(uint4* a, uint4 v, std::uint64_t pol) {
+  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1,%2,%3,%4}, %5;" ::"l"(a), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w), "l"(pol)
+               : "memory");
+}
+//! 16-byte cp.async global -> shared with an L2 cache policy.
+__device__ __forceinline__ void copy16_async(void* smem, const void* g, std::uint64_t pol) {
+  const unsigned s = unsigned(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(s), "l"(g), "l"(pol) : "memory");
+}
+__device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+//! 16-byte slot of unit s (0..3) of lane L in a warp's 2 KB store stage: a lane's 4 units and a
+//! store instruction's 32 consecutive units both hit distinct banks.
+__device__ __forceinline__ int stage_slot(int L, int s) { return 4 * L + ((s + (L >> 1)) & 3); }
+
+//! Median microseconds of f() over `reps` CUDA-event timed runs after 3 warm-ups.
+template <class F>
+double median_us(F f, int reps = 25) {
+  cudaEvent_t a, b;
+  SAT_PROTO_CHECK(cudaEventCreate(&a));
+  SAT_PROTO_CHECK(cudaEventCreate(&b));
+  std::vector<float> t;
+  for (int i = 0; i < 3; ++i) f();
+  for (int i = 0; i < reps; ++i) {
+    cudaEventRecord(a);
+    f();
+    cudaEventRecord(b);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    t.push_back(ms * 1000.f);
+  }
+  SAT_PROTO_CHECK(cudaGetLastError());
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace sat_proto
