@@ -58,6 +58,34 @@ __device__ __forceinline__ void async_wait() {
 //! store instruction's 32 consecutive units both hit distinct banks.
 __device__ __forceinline__ int stage_slot(int L, int s) { return 4 * L + ((s + (L >> 1)) & 3); }
 
+//! Row scan of one warp row of RGBA8 pixels, 4 a lane (one 16-byte unit): channels R, B and G, A
+//! as 16-bit pairs (a 128-px row sum of 8-bit values fits 16 bits). p*[k] = the lane's inclusive
+//! prefix up to its pixel k; x* = the sum of the lanes before it (exclusive warp prefix).
+__device__ __forceinline__ void row_scan_rgba8(uint4 unit, int lane, std::uint32_t (&pRB)[4], std::uint32_t (&pGA)[4],
+                                               std::uint32_t& xRB, std::uint32_t& xGA) {
+  const std::uint32_t w4[4] = {unit.x, unit.y, unit.z, unit.w};
+  std::uint32_t sRB = 0, sGA = 0;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    sRB += w4[k] & 0x00FF00FFu;
+    sGA += (w4[k] >> 8) & 0x00FF00FFu;
+    pRB[k] = sRB;
+    pGA[k] = sGA;
+  }
+  xRB = sRB;
+  xGA = sGA;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const std::uint32_t a = __shfl_up_sync(~0u, xRB, o), b = __shfl_up_sync(~0u, xGA, o);
+    if (lane >= o) {
+      xRB += a;
+      xGA += b;
+    }
+  }
+  xRB -= sRB;
+  xGA -= sGA;
+}
+
 //! Median microseconds of f() over `reps` CUDA-event timed runs after 3 warm-ups.
 template <class F>
 double median_us(F f, int reps = 25) {
@@ -80,6 +108,35 @@ double median_us(F f, int reps = 25) {
   cudaEventDestroy(b);
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+//! CPU reference: the u32 summed-area table of a w x h RGBA8 image (pixels as little-endian
+//! words), 4 values per pixel, wrapping like the GPU.
+inline std::vector<std::uint32_t> reference_sat_rgba8(const std::vector<std::uint32_t>& img, int w, int h) {
+  std::vector<std::uint32_t> ref(img.size() * 4);
+  for (int y = 0; y < h; ++y) {
+    std::uint32_t acc[4] = {0, 0, 0, 0};
+    for (int x = 0; x < w; ++x)
+      for (int c = 0; c < 4; ++c) {
+        acc[c] += (img[std::size_t(y) * w + x] >> (8 * c)) & 0xFFu;
+        const std::size_t i = (std::size_t(y) * w + x) * 4 + c;
+        ref[i] = acc[c] + (y ? ref[i - std::size_t(w) * 4] : 0u);
+      }
+  }
+  return ref;
+}
+
+//! Entries of `got` that differ from `ref`; prints the first few as (x, y, c).
+inline std::size_t count_mismatches(const std::vector<std::uint32_t>& got, const std::vector<std::uint32_t>& ref, int w) {
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    if (got[i] != ref[i]) {
+      if (bad < 4)
+        std::printf("  mismatch x=%d y=%d c=%d: %u vs %u\n", int(i / 4 % std::size_t(w)), int(i / 4 / std::size_t(w)), int(i % 4),
+                    got[i], ref[i]);
+      ++bad;
+    }
+  return bad;
 }
 
 }  // namespace sat_proto

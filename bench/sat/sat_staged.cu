@@ -32,16 +32,31 @@ constexpr int HT = 32;   // rows of a K3 tile row
 constexpr int SW = 128;  // pixels of a strip
 constexpr int H1 = 16;   // rows of a K1 band (column sums and totals at this granularity)
 
+// A warp's piece of work: strip tj (128 px, 4 a lane) of the band of `band_rows` rows ti.
+struct warp_strip {
+  int lane, ti, tj, y0, x0, rows;
+  const uint4* src;  // this lane's 16-byte unit in the band's first row
+  size_t stride;     // uint4 per image row
+  __device__ warp_strip(const uint32_t* img, int w, int h, int TW, int band_rows) {
+    lane = threadIdx.x & 31;
+    const int wid = blockIdx.x * 8 + (threadIdx.x >> 5);
+    ti = wid / TW;
+    tj = wid % TW;
+    y0 = ti * band_rows;
+    x0 = tj * SW;
+    rows = min(band_rows, h - y0);
+    src = reinterpret_cast<const uint4*>(img + size_t(y0) * w + x0) + lane;
+    stride = size_t(w) / 4;
+  }
+};
+
 // K1: warp per (16-row band ti1, 128-px strip tj).
 __global__ void __launch_bounds__(256) q1(const uint32_t* __restrict__ img, int w, int h, int TW, int TH1, uint4* colsum, uint4* rowsum, uint4* total) {
-  const int lane = threadIdx.x & 31;
-  const int wid = blockIdx.x * 8 + (threadIdx.x >> 5);
-  const int ti = wid / TW, tj = wid % TW;
-  if (ti >= TH1) return;
-  const int y0 = ti * H1, x0 = tj * SW;
-  const int rows = min(H1, h - y0);
-  const uint4* src = reinterpret_cast<const uint4*>(img + size_t(y0) * w + x0) + lane;
-  const size_t stride = size_t(w) / 4;
+  const warp_strip ws(img, w, h, TW, H1);
+  if (ws.ti >= TH1) return;
+  const int lane = ws.lane, ti = ws.ti, tj = ws.tj, y0 = ws.y0, x0 = ws.x0, rows = ws.rows;
+  const uint4* src = ws.src;
+  const size_t stride = ws.stride;
   const uint64_t pol = policy_evict_last();
   uint4 p[H1];
 #pragma unroll
@@ -116,14 +131,11 @@ __global__ void __launch_bounds__(256) q3(const uint32_t* __restrict__ img, int 
                                           const uint4* __restrict__ rowcarry, const uint4* __restrict__ vs, uint4* table) {
   __shared__ uint4 stage[8][128];
   __shared__ uint4 ring[8][kRing][32];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int wid = blockIdx.x * 8 + warp;
-  const int ti = wid / TW, tj = wid % TW;
-  if (ti >= TH) return;
-  const int y0 = ti * HT, x0 = tj * SW;
-  const int rows = min(HT, h - y0);
-  const uint4* src = reinterpret_cast<const uint4*>(img + size_t(y0) * w + x0) + lane;
-  const size_t stride = size_t(w) / 4;
+  const warp_strip ws(img, w, h, TW, HT);
+  if (ws.ti >= TH) return;
+  const int lane = ws.lane, warp = threadIdx.x >> 5, ti = ws.ti, tj = ws.tj, y0 = ws.y0, x0 = ws.x0, rows = ws.rows;
+  const uint4* src = ws.src;
+  const size_t stride = ws.stride;
   const uint64_t lpol = policy_evict_first();
   uint4 (*rg)[32] = ring[warp];
   if (!NoLoad) {
@@ -171,21 +183,8 @@ __global__ void __launch_bounds__(256) q3(const uint32_t* __restrict__ img, int 
       async_wait<kRing - 1>();
       pv = rg[r % kRing][lane];
     }
-    const uint32_t q[4] = {pv.x, pv.y, pv.z, pv.w};
-    uint32_t pRB[4], pGA[4];
-    uint32_t sRB = 0, sGA = 0;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      sRB += q[k] & 0x00FF00FFu; sGA += (q[k] >> 8) & 0x00FF00FFu;
-      pRB[k] = sRB; pGA[k] = sGA;
-    }
-    uint32_t xRB = sRB, xGA = sGA;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const uint32_t yRB = __shfl_up_sync(~0u, xRB, o), yGA = __shfl_up_sync(~0u, xGA, o);
-      if (lane >= o) { xRB += yRB; xGA += yGA; }
-    }
-    xRB -= sRB; xGA -= sGA;
+    uint32_t pRB[4], pGA[4], xRB, xGA;
+    row_scan_rgba8(pv, lane, pRB, pGA, xRB, xGA);
     const uint32_t c0 = __shfl_sync(~0u, rcar.x, r), c1 = __shfl_sync(~0u, rcar.y, r), c2 = __shfl_sync(~0u, rcar.z, r), c3 = __shfl_sync(~0u, rcar.w, r);
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -274,20 +273,8 @@ int main(int argc, char** argv) {
     CK(cudaDeviceSynchronize());
     std::vector<uint32_t> got(npx * 4);
     CK(cudaMemcpy(got.data(), dtab, npx * 16, cudaMemcpyDeviceToHost));
-    std::vector<uint32_t> ref(npx * 4);
-    size_t bad = 0;
-    for (int y = 0; y < h; ++y) {
-      uint32_t rowacc[4] = {0, 0, 0, 0};
-      for (int x = 0; x < w; ++x) {
-        const uint32_t p = img[size_t(y) * w + x];
-        for (int c = 0; c < 4; ++c) {
-          rowacc[c] += (p >> (8 * c)) & 0xFF;
-          const size_t i = (size_t(y) * w + x) * 4 + c;
-          ref[i] = rowacc[c] + (y ? ref[i - size_t(w) * 4] : 0u);
-          if (ref[i] != got[i]) { if (bad < 5) std::printf("  mismatch at x=%d y=%d c=%d: %u vs %u\n", x, y, c, got[i], ref[i]); ++bad; }
-        }
-      }
-    }
+    const std::vector<uint32_t> ref = reference_sat_rgba8(img, w, h);
+    const size_t bad = count_mismatches(got, ref, w);
     std::printf("%dx%d: %s (%zu bad)\n", w, h, bad ? "WRONG" : "exact", bad);
     if (bad) all_ok = false;
     if (w >= 3840) {

@@ -177,6 +177,20 @@ __global__ void __launch_bounds__(kWarps * 32) satw(params q) {
     // row look-back: lane = row, 4 channels (and, when Comb, the column look-back in the same loop)
     uint32_t L[4] = {0, 0, 0, 0};
     uint32_t ccar[16];
+    // Column look-back (16 elements a lane: 4 columns x 4 channels), then the column inclusive.
+    auto column_look_back = [&] {
+      if (ti > 0) {
+        look_back<16, CW>(ti - 1, q.epoch, [&](int i, int e) { return q.colw + (size_t(i) * q.TW + tj) * 512 + (e & 3) * 128 + 4 * lane + (e >> 2); }, ccar);
+        if (below)
+#pragma unroll
+          for (int c = 0; c < 4; ++c)
+#pragma unroll
+            for (int k = 0; k < 4; ++k) put(cw + c * 128 + 4 * lane + k, cagg[k][c] + ccar[k * 4 + c], INC);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 16; ++e) ccar[e] = 0;
+      }
+    };
     if (Comb == 1) {
       uint32_t both[20];
       look_back_f<20, 1>([&](int e) { return e < 4 ? tj - 1 : ti - 1; }, q.epoch,
@@ -195,17 +209,7 @@ __global__ void __launch_bounds__(kWarps * 32) satw(params q) {
 #pragma unroll
           for (int k = 0; k < 4; ++k) put(cw + c * 128 + 4 * lane + k, cagg[k][c] + ccar[k * 4 + c], INC);
     } else {
-      if (Comb == 2 && ti > 0) {
-        look_back<16, CW>(ti - 1, q.epoch, [&](int i, int e) { return q.colw + (size_t(i) * q.TW + tj) * 512 + (e & 3) * 128 + 4 * lane + (e >> 2); }, ccar);
-        if (below)
-#pragma unroll
-          for (int c = 0; c < 4; ++c)
-#pragma unroll
-            for (int k = 0; k < 4; ++k) put(cw + c * 128 + 4 * lane + k, cagg[k][c] + ccar[k * 4 + c], INC);
-      } else if (Comb == 2) {
-#pragma unroll
-        for (int e = 0; e < 16; ++e) ccar[e] = 0;
-      }
+      if (Comb == 2) column_look_back();
       if (tj > 0) {
         look_back<4, RW>(tj - 1, q.epoch, [&](int j, int c) { return q.roww + (size_t(ti) * q.TW + j) * 128 + c * 32 + lane; }, L);
         if (right) for (int c = 0; c < 4; ++c) put(rw + c * 32 + lane, L[c] + rs[c], INC);
@@ -225,18 +229,7 @@ __global__ void __launch_bounds__(kWarps * 32) satw(params q) {
     }
     S.cum[lane] = make_uint4(cum[0], cum[1], cum[2], cum[3]);
     // column look-back: 16 elements per lane
-    if (Comb) {
-    } else if (ti > 0) {
-      look_back<16, CW>(ti - 1, q.epoch, [&](int i, int e) { return q.colw + (size_t(i) * q.TW + tj) * 512 + (e & 3) * 128 + 4 * lane + (e >> 2); }, ccar);
-      if (below)
-#pragma unroll
-        for (int c = 0; c < 4; ++c)
-#pragma unroll
-          for (int k = 0; k < 4; ++k) put(cw + c * 128 + 4 * lane + k, cagg[k][c] + ccar[k * 4 + c], INC);
-    } else {
-#pragma unroll
-      for (int e = 0; e < 16; ++e) ccar[e] = 0;
-    }
+    if (!Comb) column_look_back();
     if (q.stamps && lane == 0) atomicAdd(q.stamps + 3, clock64() - tk), tk = clock64();
     // corner: lanes 0..3 = channels
     uint32_t corner[4] = {0, 0, 0, 0};
@@ -267,17 +260,8 @@ __global__ void __launch_bounds__(kWarps * 32) satw(params q) {
 #pragma unroll Unroll
     for (int r = 0; r < rows; ++r) {
       const uint4 pv = S.img[r][lane];
-      const uint32_t w4[4] = {pv.x, pv.y, pv.z, pv.w};
-      uint32_t pRB[4], pGA[4], sRB = 0, sGA = 0;
-#pragma unroll
-      for (int k = 0; k < 4; ++k) { sRB += w4[k] & 0x00FF00FFu; sGA += (w4[k] >> 8) & 0x00FF00FFu; pRB[k] = sRB; pGA[k] = sGA; }
-      uint32_t xRB = sRB, xGA = sGA;
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const uint32_t a = __shfl_up_sync(~0u, xRB, o), b = __shfl_up_sync(~0u, xGA, o);
-        if (lane >= o) { xRB += a; xGA += b; }
-      }
-      xRB -= sRB; xGA -= sGA;
+      uint32_t pRB[4], pGA[4], xRB, xGA;
+      row_scan_rgba8(pv, lane, pRB, pGA, xRB, xGA);
       const uint4 cr = S.cum[r];
       uint4* d = dst + size_t(r) * q.w;
 #pragma unroll
@@ -339,18 +323,8 @@ void run_variant(const char* name, K kern, int TR = 32) {
     CK(cudaDeviceSynchronize());
     std::vector<uint32_t> got(npx * 4);
     CK(cudaMemcpy(got.data(), q.table, npx * 16, cudaMemcpyDeviceToHost));
-    std::vector<uint32_t> ref(npx * 4);
-    size_t bad = 0;
-    for (int y = 0; y < h; ++y) {
-      uint32_t acc[4] = {0, 0, 0, 0};
-      for (int x = 0; x < w; ++x)
-        for (int c = 0; c < 4; ++c) {
-          acc[c] += (img[size_t(y) * w + x] >> (8 * c)) & 0xFF;
-          const size_t i = (size_t(y) * w + x) * 4 + c;
-          ref[i] = acc[c] + (y ? ref[i - size_t(w) * 4] : 0u);
-          if (ref[i] != got[i]) { if (bad < 4) std::printf("  mismatch x=%d y=%d c=%d: %u vs %u\n", x, y, c, got[i], ref[i]); ++bad; }
-        }
-    }
+    const std::vector<uint32_t> ref = reference_sat_rgba8(img, w, h);
+    const size_t bad = count_mismatches(got, ref, w);
     std::printf("  %5dx%-5d: %s (%zu bad)", w, h, bad ? "WRONG" : "exact", bad);
     if (bad) all_ok = false;
     if (w >= 1920) {
