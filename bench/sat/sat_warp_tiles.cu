@@ -59,8 +59,18 @@ using warp_smem = warp_smem_t<32>;
 
 // Looks back over `n` words per lane (one scan element each); pred(j) gives predecessor j's word
 // pointer for element e; sums values up to each element's nearest inclusive word.
+template <int N, int W, class Ptr, class First, class Round>
+__device__ __forceinline__ void look_back_f(First first, unsigned epoch, Ptr ptr, uint32_t (&sum)[N], Round round);
+
 template <int N, int W, class Ptr, class First>
 __device__ __forceinline__ void look_back_f(First first, unsigned epoch, Ptr ptr, uint32_t (&sum)[N]) {
+  look_back_f<N, W>(first, epoch, ptr, sum, [](unsigned, const uint32_t (&)[N]) {});
+}
+
+//! The same, calling round(pending, sum) after every round of reads (a lane may publish the
+//! elements it has finished while it still waits for others).
+template <int N, int W, class Ptr, class First, class Round>
+__device__ __forceinline__ void look_back_f(First first, unsigned epoch, Ptr ptr, uint32_t (&sum)[N], Round round) {
   int cur[N];
   unsigned pending = 0;
 #pragma unroll
@@ -85,6 +95,7 @@ __device__ __forceinline__ void look_back_f(First first, unsigned epoch, Ptr ptr
       }
       if (cur[e] < 0) pending &= ~(1u << e);
     }
+    round(pending, sum);
   }
 }
 
@@ -191,23 +202,36 @@ __global__ void __launch_bounds__(kWarps * 32) satw(params q) {
         for (int e = 0; e < 16; ++e) ccar[e] = 0;
       }
     };
-    if (Comb == 1) {
+    if (Comb == 1 || Comb == 3) {
+      // Comb 3: each lane publishes its row inclusive words, and its column inclusive words, as
+      // soon as its own elements of that kind are done (Comb 1: after the whole loop).
       uint32_t both[20];
-      look_back_f<20, 1>([&](int e) { return e < 4 ? tj - 1 : ti - 1; }, q.epoch,
-                         [&](int j, int e) {
-                           return e < 4 ? q.roww + (size_t(ti) * q.TW + j) * 128 + e * 32 + lane
-                                        : q.colw + (size_t(j) * q.TW + tj) * 512 + ((e - 4) & 3) * 128 + 4 * lane + ((e - 4) >> 2);
-                         }, both);
+      bool row_out = !(right && tj > 0), col_out = !(below && ti > 0);
+      auto publish = [&](unsigned pending, const uint32_t (&sum)[20]) {
+        if (!row_out && !(pending & 0xFu)) {
+          for (int c = 0; c < 4; ++c) put(rw + c * 32 + lane, sum[c] + rs[c], INC);
+          row_out = true;
+        }
+        if (!col_out && !(pending >> 4)) {
+#pragma unroll
+          for (int c = 0; c < 4; ++c)
+#pragma unroll
+            for (int k = 0; k < 4; ++k) put(cw + c * 128 + 4 * lane + k, cagg[k][c] + sum[4 + k * 4 + c], INC);
+          col_out = true;
+        }
+      };
+      auto first = [&](int e) { return e < 4 ? tj - 1 : ti - 1; };
+      auto word = [&](int j, int e) {
+        return e < 4 ? q.roww + (size_t(ti) * q.TW + j) * 128 + e * 32 + lane
+                     : q.colw + (size_t(j) * q.TW + tj) * 512 + ((e - 4) & 3) * 128 + 4 * lane + ((e - 4) >> 2);
+      };
+      if (Comb == 3) look_back_f<20, 1>(first, q.epoch, word, both, publish);
+      else look_back_f<20, 1>(first, q.epoch, word, both);
+      publish(0u, both);  // whatever is left (Comb 1: everything; Comb 3: groups with no predecessor)
 #pragma unroll
       for (int c = 0; c < 4; ++c) L[c] = both[c];
 #pragma unroll
       for (int e = 0; e < 16; ++e) ccar[e] = both[4 + e];
-      if (right && tj > 0) for (int c = 0; c < 4; ++c) put(rw + c * 32 + lane, L[c] + rs[c], INC);
-      if (below && ti > 0)
-#pragma unroll
-        for (int c = 0; c < 4; ++c)
-#pragma unroll
-          for (int k = 0; k < 4; ++k) put(cw + c * 128 + 4 * lane + k, cagg[k][c] + ccar[k * 4 + c], INC);
     } else {
       if (Comb == 2) column_look_back();
       if (tj > 0) {
@@ -362,10 +386,12 @@ int main(int argc, char** argv) {
   }
   // <RW, CW, Direct, Unroll, Order, TR>: look-back windows (predecessors read per round) for rows
   // and columns, stores without the stage, output rows unrolled, Order 0 rows then columns / 1 both
-  // in one loop / 2 columns then rows (phase sums of 1 and 2 land under "row look-back").
+  // in one loop / 2 columns then rows / 3 one loop publishing each kind when done (phase sums of
+  // 1-3 land under "row look-back").
   run_variant("rows then columns, windows 1 (reference)", satw<1, 1, 0, 1, 0>);
   run_variant("rows then columns, windows 4 (rows) and 2 (columns)", satw<4, 2, 0, 1, 0>);
   run_variant("rows and columns in one loop", satw<1, 1, 0, 1, 1>);
+  run_variant("one loop, each lane publishing a kind as soon as it is done", satw<1, 1, 0, 1, 3>);
   run_variant("columns then rows", satw<1, 1, 0, 1, 2>);
   run_variant("stores without the stage (4 x 16 bytes a lane)", satw<4, 2, 1, 1, 0>);
   run_variant("16-row tiles (16 warps per SM)", satw<1, 1, 0, 1, 0, 16>, 16);
