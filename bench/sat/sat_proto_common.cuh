@@ -1,6 +1,7 @@
 // bench/sat/sat_proto_common.cuh — small helpers shared by the SAT design prototypes
-// (canopy-sat-warp-tiles, canopy-sat-staged): cache-policy loads and stores, cp.async, the store
-// stage's swizzle and CUDA-event medians. Bench code only; CUDA builds only.
+// (canopy-sat-warp-tiles, canopy-sat-staged): cache-policy loads and stores, cp.async with a
+// cache policy and a partial wait, the CPU reference and its comparison, the RGBA8 row scan, and
+// timing through canopy_bench::median_ms_on_stream. Bench code only; CUDA builds only.
 #pragma once
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+#include "common/bench_common.hpp"
 
 #define SAT_PROTO_CHECK(x)                                                                            \
   do {                                                                                                \
@@ -49,14 +52,10 @@ __device__ __forceinline__ void copy16_async(void* smem, const void* g, std::uin
   const unsigned s = unsigned(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(s), "l"(g), "l"(pol) : "memory");
 }
-__device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
-//! 16-byte slot of unit s (0..3) of lane L in a warp's 2 KB store stage: a lane's 4 units and a
-//! store instruction's 32 consecutive units both hit distinct banks.
-__device__ __forceinline__ int stage_slot(int L, int s) { return 4 * L + ((s + (L >> 1)) & 3); }
 
 //! Row scan of one warp row of RGBA8 pixels, 4 a lane (one 16-byte unit): channels R, B and G, A
 //! as 16-bit pairs (a 128-px row sum of 8-bit values fits 16 bits). p*[k] = the lane's inclusive
@@ -86,28 +85,11 @@ __device__ __forceinline__ void row_scan_rgba8(uint4 unit, int lane, std::uint32
   xGA -= sGA;
 }
 
-//! Median microseconds of f() over `reps` CUDA-event timed runs after 3 warm-ups.
+//! Median microseconds of f() on the default stream: canopy_bench::median_ms_on_stream (3 warm-ups,
+//! 25 CUDA-event runs behind the stream hold, so the GPU's work is timed, not the host's enqueue).
 template <class F>
-double median_us(F f, int reps = 25) {
-  cudaEvent_t a, b;
-  SAT_PROTO_CHECK(cudaEventCreate(&a));
-  SAT_PROTO_CHECK(cudaEventCreate(&b));
-  std::vector<float> t;
-  for (int i = 0; i < 3; ++i) f();
-  for (int i = 0; i < reps; ++i) {
-    cudaEventRecord(a);
-    f();
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, a, b);
-    t.push_back(ms * 1000.f);
-  }
-  SAT_PROTO_CHECK(cudaGetLastError());
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+double timed_us(F f) {
+  return 1000.0 * canopy_bench::median_ms_on_stream(nullptr, 3, 25, {}, f);
 }
 
 //! CPU reference: the u32 summed-area table of a w x h RGBA8 image (pixels as little-endian

@@ -6,8 +6,9 @@
 //   K2 (q2): exclusive prefixes of those over bands (column carries at 32-row tile rows, strip
 //            totals) and over strips (row carries), 32 loads in flight per thread;
 //   K3 (q3): per 32-row tile row and strip (one warp, no block barrier): the image rows through an
-//            8-row cp.async ring, row scans, table rows through a 2 KB stage, 512 contiguous bytes a
-//            store instruction; the carries from K2 and a strip-prefix of the totals.
+//            8-row cp.async ring, row scans, table rows through the library's 2 KB store stage
+//            (stage_segment, store_staged_row: 512 contiguous bytes a store instruction); the
+//            carries from K2 and a strip-prefix of the totals.
 // Diagnostics: K3 without image loads (synthetic pixels), K3 without stores, K3 after an L2 flush
 // (200 MB written), a write-only kernel with K3's warp-to-row map, and a plain read of the image.
 // Every table is checked exactly against a CPU reference (widths multiple of 128); timings are
@@ -22,6 +23,8 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+
+#include <canopy/structures/detail/sat_kernels.cuh>
 
 #include "sat_proto_common.cuh"
 
@@ -140,7 +143,7 @@ __global__ void __launch_bounds__(256) q3(const uint32_t* __restrict__ img, int 
   uint4 (*rg)[32] = ring[warp];
   if (!NoLoad) {
 #pragma unroll
-    for (int i = 0; i < kRing - 1; ++i) { if (i < rows) copy16_async(&rg[i][lane], src + i * stride, lpol); async_commit(); }
+    for (int i = 0; i < kRing - 1; ++i) { if (i < rows) copy16_async(&rg[i][lane], src + i * stride, lpol); canopy::detail::sat::cp_async_commit(); }
   }
   uint32_t run[4][4];
   {
@@ -169,7 +172,6 @@ __global__ void __launch_bounds__(256) q3(const uint32_t* __restrict__ img, int 
     }
   }
   const uint4 rcar = lane < rows ? __ldcg(rowcarry + size_t(y0 + lane) * TW + tj) : make_uint4(0, 0, 0, 0);
-  const uint64_t spol = policy_evict_first();
   uint4* stg = stage[warp];
   uint4* dst = table + size_t(y0) * w + x0;
 #pragma unroll 1
@@ -179,27 +181,29 @@ __global__ void __launch_bounds__(256) q3(const uint32_t* __restrict__ img, int 
     else {
       const int nr = r + kRing - 1;
       if (nr < rows) copy16_async(&rg[nr % kRing][lane], src + nr * stride, lpol);
-      async_commit();
+      canopy::detail::sat::cp_async_commit();
       async_wait<kRing - 1>();
       pv = rg[r % kRing][lane];
     }
     uint32_t pRB[4], pGA[4], xRB, xGA;
     row_scan_rgba8(pv, lane, pRB, pGA, xRB, xGA);
     const uint32_t c0 = __shfl_sync(~0u, rcar.x, r), c1 = __shfl_sync(~0u, rcar.y, r), c2 = __shfl_sync(~0u, rcar.z, r), c3 = __shfl_sync(~0u, rcar.w, r);
+    uint32_t out[16];  // 4 pixels x 4 channels
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const uint32_t rb = xRB + pRB[k], ga = xGA + pGA[k];
       run[k][0] += (rb & 0xFFFFu) + c0; run[k][1] += (ga & 0xFFFFu) + c1; run[k][2] += (rb >> 16) + c2; run[k][3] += (ga >> 16) + c3;
-      stg[stage_slot(lane, k)] = make_uint4(run[k][0], run[k][1], run[k][2], run[k][3]);
+#pragma unroll
+      for (int c = 0; c < 4; ++c) out[4 * k + c] = run[k][c];
     }
+    canopy::detail::sat::stage_segment(stg, out, lane);
     __syncwarp();
     uint4* d = dst + size_t(r) * w;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int px = 32 * j + lane;
-      const uint4 v = stg[stage_slot(px >> 2, px & 3)];
-      if (NoStore) { if (v.x == 0x9e3779b9u && v.y == 7u) d[px] = v; }
-      else store_policy(d + px, v, spol);
+    if (NoStore) {  // keep the values alive, store nothing
+      const uint4 v = stg[lane];
+      if (v.x == 0x9e3779b9u && v.y == 7u) d[lane] = v;
+    } else {
+      canopy::detail::sat::store_staged_row<4>(d, stg, 128, lane);
     }
     __syncwarp();
   }
@@ -279,22 +283,22 @@ int main(int argc, char** argv) {
     if (bad) all_ok = false;
     if (w >= 3840) {
       const double bytes = double(npx) * 20.0;
-      const double copy = median_us([&] { cudaMemcpyAsync(dcopy, dtab, npx * 16, cudaMemcpyDeviceToDevice); });
+      const double copy = timed_us([&] { cudaMemcpyAsync(dcopy, dtab, npx * 16, cudaMemcpyDeviceToDevice); });
       const double copy_gbps = 2.0 * npx * 16 / copy * 1e-3;
-      const double fill = median_us([&] { cudaMemsetAsync(dcopy, 1, npx * 16); });
-      const double all = median_us([&] { K1(); K2(); K3(); });
-      const double t1 = median_us(K1);
-      const double t12 = median_us([&] { K1(); K2(); });
-      const double t3 = median_us(K3);
-      const double t3a = median_us([&] { K1(); K2(); K3(); }) - t12;
-      const double t3n = median_us([&] { q3<1, 0><<<nb3, 256>>>(dimg, w, h, TW, TH, dcol, drow, dtot, dtab); });
-      const double t3s = median_us([&] { q3<0, 1><<<nb3, 256>>>(dimg, w, h, TW, TH, dcol, drow, dtot, dtab); });
-      const double tf = median_us([&] { flush_kernel<<<1024, 256>>>(flush, nflush); });
-      const double t3c = median_us([&] { flush_kernel<<<1024, 256>>>(flush, nflush); K3(); }) - tf;
-      const double rs = median_us([&] { readsum<<<132 * 8, 256>>>((const uint4*)dimg, npx / 4, (uint32_t*)dcopy); });
-      const double wo = median_us([&] { kw<0><<<nb3, 256>>>(w, h, TW, TH, (uint32_t*)dcopy); });
-      const double wl = median_us([&] { kw<1><<<nb3, 256>>>(w, h, TW, TH, (uint32_t*)dcopy); });
-      const double wi = median_us([&] { kw<2><<<nb3, 256>>>(w, h, TW, TH, (uint32_t*)dcopy); });
+      const double fill = timed_us([&] { cudaMemsetAsync(dcopy, 1, npx * 16); });
+      const double all = timed_us([&] { K1(); K2(); K3(); });
+      const double t1 = timed_us(K1);
+      const double t12 = timed_us([&] { K1(); K2(); });
+      const double t3 = timed_us(K3);
+      const double t3a = timed_us([&] { K1(); K2(); K3(); }) - t12;
+      const double t3n = timed_us([&] { q3<1, 0><<<nb3, 256>>>(dimg, w, h, TW, TH, dcol, drow, dtot, dtab); });
+      const double t3s = timed_us([&] { q3<0, 1><<<nb3, 256>>>(dimg, w, h, TW, TH, dcol, drow, dtot, dtab); });
+      const double tf = timed_us([&] { flush_kernel<<<1024, 256>>>(flush, nflush); });
+      const double t3c = timed_us([&] { flush_kernel<<<1024, 256>>>(flush, nflush); K3(); }) - tf;
+      const double rs = timed_us([&] { readsum<<<132 * 8, 256>>>((const uint4*)dimg, npx / 4, (uint32_t*)dcopy); });
+      const double wo = timed_us([&] { kw<0><<<nb3, 256>>>(w, h, TW, TH, (uint32_t*)dcopy); });
+      const double wl = timed_us([&] { kw<1><<<nb3, 256>>>(w, h, TW, TH, (uint32_t*)dcopy); });
+      const double wi = timed_us([&] { kw<2><<<nb3, 256>>>(w, h, TW, TH, (uint32_t*)dcopy); });
       std::printf("  linear read of the image %.1f us (%.0f GB/s); write-only: K3's map %.1f us (%.0f GB/s), 64 KB per warp %.1f us, rows side by side %.1f us\n",
                   rs, npx * 4 / rs * 1e-3, wo, npx * 16 / wo * 1e-3, wl, wi);
       std::printf("  copy %.1f us (%.0f GB/s), fill %.1f us (%.0f GB/s) | all %.1f us = %.1f%% of copy | K1 %.1f (%.0f GB/s) K2 %.1f K3 alone %.1f, after K1+K2 %.1f, cold %.1f, no loads %.1f, no stores %.1f\n",

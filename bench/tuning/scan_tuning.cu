@@ -20,6 +20,7 @@
 #include "common/bench_common.hpp"
 #include "common/bench_data.cuh"
 
+#include <canopy/core/detail/bulk_copy.cuh>
 #include <canopy/core/memory_resource.hpp>
 
 #include <algorithm>
@@ -454,11 +455,11 @@ void sweep_reduce(canopy::context& ctx, int lg) {
 
 //! SM clock in MHz, measured by one thread spinning for about 20 us (clock64 against globaltimer).
 __global__ void sm_clock_probe(double* mhz) {
-  unsigned long long t0, t1;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const unsigned long long t0 = canopy::detail::global_timer_ns();
   const long long c0 = clock64();
+  unsigned long long t1;
   do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+    t1 = canopy::detail::global_timer_ns();
   } while (t1 - t0 < 20000);
   const long long c1 = clock64();
   *mhz = double(c1 - c0) / double(t1 - t0) * 1e3;
