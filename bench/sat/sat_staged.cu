@@ -12,9 +12,9 @@
 // Diagnostics: K3 without image loads (synthetic pixels), K3 without stores, K3 after an L2 flush
 // (200 MB written), a write-only kernel with K3's warp-to-row map, and a plain read of the image.
 // Every table is checked exactly against a CPU reference (widths multiple of 128); timings are
-// medians of 25 CUDA-event runs, against a device-to-device copy of a table-sized buffer measured in
-// the same run. Results: docs/sat.md, "Three kernels over tile sums (session 11)". Exits 1 if a
-// table is wrong.
+// canopy_bench::median_ms_on_stream medians (25 held-stream CUDA-event runs), against a
+// device-to-device copy of a table-sized buffer measured in the same run. Results: docs/sat.md,
+// "Other decompositions (session 11)". Exits 1 if a table is wrong.
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>

@@ -19,10 +19,11 @@
 // a lane had it, were measured at cd5e13b and dropped: docs/sat.md.) The descriptor words, the
 // look-backs and the store stage are the library's (sat_kernels.cuh).
 // Every table is checked exactly against a CPU reference (odd heights, 1080p, 4K, 8K; widths are
-// multiples of 128, the only case this prototype handles), timed (median of 25 CUDA-event runs
-// after 3 warm-ups, counter memset included) against a device-to-device copy of a table-sized
-// buffer, and one extra build of each size sums clock64 per phase: where a warp's tile time goes.
-// Results: docs/sat.md, "Warp tiles (session 11)". Exits 1 if any table is wrong. --small
+// multiples of 128, the only case this prototype handles), timed (canopy_bench::median_ms_on_stream:
+// 25 held-stream CUDA-event runs after 3 warm-ups, counter memset included) against a
+// device-to-device copy of a table-sized buffer, and one extra build of each size sums clock64 per
+// phase: where a warp's tile time goes. Results: docs/sat.md, "Other decompositions (session 11)".
+// Exits 1 if any table is wrong. --small
 // runs the odd sizes only (for compute-sanitizer).
 #include <cstdio>
 #include <cstdint>
