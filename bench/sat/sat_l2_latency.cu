@@ -55,6 +55,7 @@ struct probe_params {
   int probes;
   unsigned mode;
   int method;  // 0 ld.relaxed.gpu, 1 cp.async.bulk
+  int batch;   // storers' 512-byte stores (in groups of 8) between two looks at the stop flag
 };
 
 __device__ __forceinline__ unsigned long long load_relaxed_gpu(const unsigned long long* p) {
@@ -164,13 +165,15 @@ __global__ void __launch_bounds__(kStoreWarps * 32, 1) probe_kernel(probe_params
     const bool copy = (q.mode & copying) != 0;
     const uint4 v = make_uint4(unsigned(gw), 1, 2, 3);
     for (;;) {
-      uint4 x[8];
+      for (int b = 0; b < q.batch; b += 8) {
+        uint4 x[8];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) x[j] = copy ? __ldcs(sbase + off + 32 * j + lane) : v;
+        for (int j = 0; j < 8; ++j) x[j] = copy ? __ldcs(sbase + off + 32 * j + lane) : v;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) __stcs(base + off + 32 * j + lane, x[j]);
-      off = off + 512 > per ? 0 : off + 256;
-      n += 8;
+        for (int j = 0; j < 8; ++j) __stcs(base + off + 32 * j + lane, x[j]);
+        off = off + 512 > per ? 0 : off + 256;
+        n += 8;
+      }
       if (*reinterpret_cast<volatile unsigned*>(q.stop)) break;
     }
   }
@@ -179,21 +182,36 @@ __global__ void __launch_bounds__(kStoreWarps * 32, 1) probe_kernel(probe_params
 
 }  // namespace
 
-//   canopy-sat-l2-latency [--probes N]   (N: probes per case, default 3000; small N for sanitizers)
+//   canopy-sat-l2-latency [--probes N] [--batch B]
+// N: probes per case (default 3000; small for sanitizers). B: 512-byte stores each storer warp
+// issues between two looks at the stop flag (8, 16, ... 256; default 8): larger B, a little more
+// store pressure (the flag read is an L2 round trip of its own).
 int main(int argc, char** argv) {
-  int probes = 3000;
+  int probes = 3000, batch = 8;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--probes" && i + 1 < argc) {
+    auto number = [&](long lo, long hi, int& out) {
       char* end = nullptr;
-      const long v = std::strtol(argv[++i], &end, 10);
-      if (!end || *end || v < 10 || v > 1000000) {
-        std::printf("canopy-sat-l2-latency: --probes wants a number from 10 to 1000000, got '%s'\n", argv[i]);
+      const long v = std::strtol(argv[i], &end, 10);
+      if (!end || *end || v < lo || v > hi) {
+        std::printf("canopy-sat-l2-latency: %s wants a number from %ld to %ld, got '%s'\n", a.c_str(), lo, hi, argv[i]);
+        return false;
+      }
+      out = int(v);
+      return true;
+    };
+    if (a == "--probes" && i + 1 < argc) {
+      ++i;
+      if (!number(10, 1000000, probes)) return 2;
+    } else if (a == "--batch" && i + 1 < argc) {
+      ++i;
+      if (!number(8, 256, batch)) return 2;
+      if (batch % 8) {
+        std::printf("canopy-sat-l2-latency: --batch wants a multiple of 8, got %d\n", batch);
         return 2;
       }
-      probes = int(v);
     } else {
-      std::printf("usage: canopy-sat-l2-latency [--probes N]\n");
+      std::printf("usage: canopy-sat-l2-latency [--probes N] [--batch B]\n");
       return 2;
     }
   }
@@ -210,6 +228,7 @@ int main(int argc, char** argv) {
   std::printf("%s, %d SMs, SM clock %.0f MHz (nominal)\n", prop.name, prop.multiProcessorCount, khz / 1e3);
   probe_params q{};
   q.probes = probes;
+  q.batch = batch;
   std::vector<unsigned long long> chase(2 * kChase);
   for (int i = 0; i < 2 * kChase; ++i) chase[i] = (unsigned long long)((i * 97 + 13) % kChase);  // a cycle through the table
   unsigned long long* dchase;
@@ -239,6 +258,7 @@ int main(int argc, char** argv) {
       {"bulk stores, other SMs", other_sms | bulk_stores, true},
       {"bulk stores, all SMs", other_sms | own_sm | bulk_stores, true},
   };
+  std::printf("storers look at the stop flag every %d stores of 512 bytes\n", batch);
   std::printf("%-8s %-36s %8s %8s %8s %8s %10s\n", "probe", "traffic", "p10", "p50", "p90", "p99", "storers");
   for (int method = 0; method < 2; ++method) {
     if (method == 1 && !sm90) break;

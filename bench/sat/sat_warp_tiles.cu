@@ -334,6 +334,13 @@ __device__ __forceinline__ void st_release_cta(int* p, int v) {
 
 // Takes a slot in state `from` (lane i looks at slot i; the search starts at `start`, so warps
 // spread out), moving it to state `to`. Returns the slot, or -1 if none was in that state.
+// Ordering (why a slot's contents need no block barrier): the warp handing a slot over writes it,
+// runs __syncwarp (orders its lanes' accesses before lane 0's next ones) and lane 0 stores the new
+// state with st.release.cta. Here lane 0's atomicCAS reads that state, the fence.cta after it
+// (__threadfence_block) makes the pair a release/acquire synchronisation, and the __syncwarp
+// orders every lane's following accesses after lane 0's. The same holds both ways: filled -> ready
+// (owner writes, output warp reads) and stored -> free (output warp reads, owner's next cp.async
+// writes). compute-sanitizer's racecheck does not model this and reports the slot accesses.
 template <int Slots, class Slot>
 __device__ __forceinline__ int take_slot(Slot* slot, int from, int to, int start) {
   static_assert(Slots <= 32, "one lane per slot");
@@ -350,45 +357,38 @@ __device__ __forceinline__ int take_slot(Slot* slot, int from, int to, int start
   return got ? i : -1;
 }
 
-// NoLookBack (diagnostic): 1 skips the look-backs, 2 also takes the tiles in raster order.
-template <int Owners, int Outputs, int Slots, int TR, int OutRows = 1, int NoLookBack = 0>
-__global__ void __launch_bounds__((Owners + Outputs) * 32, 1) satws(params q) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  ws_smem<Slots, Outputs, TR>& S = *reinterpret_cast<ws_smem<Slots, Outputs, TR>*>(smem_raw);
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const uint64_t pol = policy_evict_first();
+// Clears the slots' states and the owners' count (all threads of the block).
+template <class Smem, int Slots>
+__device__ __forceinline__ void ws_init(Smem& S) {
   if (threadIdx.x < Slots) S.slot[threadIdx.x].state = 0;
   if (threadIdx.x == 0) S.owners_done = 0;
   __syncthreads();
-  long long tk = clock64();
-  if (warp < Owners) {
-    for (;;) {
-      int i;
-      while ((i = take_slot<Slots>(S.slot, 0, 3, warp)) < 0) __nanosleep(64);
-      ws_slot<TR>& sl = S.slot[i];
-      int ti, tj, rows;
-      if (!claim_tile<NoLookBack == 2>(q, TR, ti, tj, rows)) {
-        if (lane == 0) st_release_cta(&sl.state, 0);
-        break;
-      }
-      tk = clock64();
-      uint32_t ccar[16], corner[4];
-      tile_front<1, 1, false, TR, 0, NoLookBack != 0>(q, ti, tj, rows, sl.img, sl.cum, ccar, corner, pol, tk, [] { __syncwarp(); });
+}
+
+// An owner hands a finished front half over: the lanes' starting column values (corner + column
+// carries), the tile's place, then the slot's state to ready (release, after the warp's writes).
+template <int TR>
+__device__ __forceinline__ void ws_hand_over(ws_slot<TR>& sl, int ti, int tj, int rows, const uint32_t (&corner)[4],
+                                             const uint32_t (&ccar)[16]) {
+  const int lane = threadIdx.x & 31;
 #pragma unroll
-      for (int k = 0; k < 4; ++k)
+  for (int k = 0; k < 4; ++k)
 #pragma unroll
-        for (int c = 0; c < 4; ++c) sl.run[k * 4 + c][lane] = corner[c] + ccar[k * 4 + c];
-      if (lane == 0) sl.ti = ti, sl.tj = tj, sl.rows = rows;
-      __syncwarp();
-      if (lane == 0) st_release_cta(&sl.state, 1);
-    }
-    if (lane == 0) { __threadfence_block(); atomicAdd(&S.owners_done, 1); }
-    return;
-  }
-  const int o = warp - Owners;
+    for (int c = 0; c < 4; ++c) sl.run[k * 4 + c][lane] = corner[c] + ccar[k * 4 + c];
+  if (lane == 0) sl.ti = ti, sl.tj = tj, sl.rows = rows;
+  __syncwarp();
+  if (lane == 0) st_release_cta(&sl.state, 1);
+}
+
+// Output warp o: takes ready slots and stores their tables until every one of the `owners`
+// finishing warps has counted itself done and no slot is ready.
+template <int Slots, int TR, int OutRows, class Smem>
+__device__ __forceinline__ void ws_output_loop(const params& q, Smem& S, int o, int owners, uint64_t pol) {
+  const int lane = threadIdx.x & 31;
+  long long tk = 0;
   for (;;) {
     const int done = lane == 0 ? ld_acquire_cta(&S.owners_done) : 0;
-    const bool all_done = __shfl_sync(~0u, done, 0) == Owners;
+    const bool all_done = __shfl_sync(~0u, done, 0) == owners;
     const int i = take_slot<Slots>(S.slot, 1, 2, o * 2);
     if (i < 0) {
       // owners_done was read before the search, so every slot they filled was seen ready
@@ -409,6 +409,37 @@ __global__ void __launch_bounds__((Owners + Outputs) * 32, 1) satws(params q) {
   }
 }
 
+// NoLookBack (diagnostic): 1 skips the look-backs, 2 also takes the tiles in raster order.
+template <int Owners, int Outputs, int Slots, int TR, int OutRows = 1, int NoLookBack = 0>
+__global__ void __launch_bounds__((Owners + Outputs) * 32, 1) satws(params q) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  using smem_t = ws_smem<Slots, Outputs, TR>;
+  smem_t& S = *reinterpret_cast<smem_t*>(smem_raw);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const uint64_t pol = policy_evict_first();
+  ws_init<smem_t, Slots>(S);
+  long long tk = clock64();
+  if (warp < Owners) {
+    for (;;) {
+      int i;
+      while ((i = take_slot<Slots>(S.slot, 0, 3, warp)) < 0) __nanosleep(64);
+      ws_slot<TR>& sl = S.slot[i];
+      int ti, tj, rows;
+      if (!claim_tile<NoLookBack == 2>(q, TR, ti, tj, rows)) {
+        if (lane == 0) st_release_cta(&sl.state, 0);
+        break;
+      }
+      tk = clock64();
+      uint32_t ccar[16], corner[4];
+      tile_front<1, 1, false, TR, 0, NoLookBack != 0>(q, ti, tj, rows, sl.img, sl.cum, ccar, corner, pol, tk, [] { __syncwarp(); });
+      ws_hand_over(sl, ti, tj, rows, corner, ccar);
+    }
+    if (lane == 0) { __threadfence_block(); atomicAdd(&S.owners_done, 1); }
+    return;
+  }
+  ws_output_loop<Slots, TR, OutRows>(q, S, warp - Owners, Owners, pol);
+}
+
 template <class K>
 void run_variant(const char* name, K kern, int TR, int max_blocks_per_sm, int threads, size_t smem);
 bool checked = true;  // false: a diagnostic variant whose tables are wrong by design
@@ -418,14 +449,13 @@ bool checked = true;  // false: a diagnostic variant whose tables are wrong by d
 template <int Pairs, int Outputs, int Slots, int TR, int OutRows = 1>
 __global__ void __launch_bounds__((2 * Pairs + Outputs) * 32, 1) satwp(params q) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  ws_smem<Slots, Outputs, TR>& S = *reinterpret_cast<ws_smem<Slots, Outputs, TR>*>(smem_raw);
+  using smem_t = ws_smem<Slots, Outputs, TR>;
+  smem_t& S = *reinterpret_cast<smem_t*>(smem_raw);
   __shared__ int pair_slot[Pairs], pair_tile[Pairs][3];
   __shared__ uint32_t pair_corner[Pairs][4];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const uint64_t pol = policy_evict_first();
-  if (threadIdx.x < Slots) S.slot[threadIdx.x].state = 0;
-  if (threadIdx.x == 0) S.owners_done = 0;
-  __syncthreads();
+  ws_init<smem_t, Slots>(S);
   long long tk = clock64();
   if (warp < 2 * Pairs) {
     const int pr = warp >> 1, part = 1 + (warp & 1);
@@ -454,39 +484,13 @@ __global__ void __launch_bounds__((2 * Pairs + Outputs) * 32, 1) satwp(params q)
         pair_sync();
 #pragma unroll
         for (int c = 0; c < 4; ++c) corner[c] = pair_corner[pr][c];
-#pragma unroll
-        for (int k = 0; k < 4; ++k)
-#pragma unroll
-          for (int c = 0; c < 4; ++c) sl.run[k * 4 + c][lane] = corner[c] + ccar[k * 4 + c];
-        if (lane == 0) sl.ti = ti, sl.tj = tj, sl.rows = rows;
-        __syncwarp();
-        if (lane == 0) st_release_cta(&sl.state, 1);
+        ws_hand_over(sl, ti, tj, rows, corner, ccar);
       }
     }
     if (lane == 0 && part == 2) { __threadfence_block(); atomicAdd(&S.owners_done, 1); }
     return;
   }
-  const int o = warp - 2 * Pairs;
-  for (;;) {
-    const int done = lane == 0 ? ld_acquire_cta(&S.owners_done) : 0;
-    const bool all_done = __shfl_sync(~0u, done, 0) == Pairs;
-    const int i = take_slot<Slots>(S.slot, 1, 2, o * 2);
-    if (i < 0) {
-      if (all_done) break;
-      __nanosleep(64);
-      continue;
-    }
-    ws_slot<TR>& sl = S.slot[i];
-    uint32_t run[4][4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) run[k][c] = sl.run[k * 4 + c][lane];
-    tk = clock64();
-    tile_output<false, TR, OutRows>(q, sl.ti, sl.tj, sl.rows, sl.img, sl.cum, run, S.stage[o], pol, tk);
-    __syncwarp();
-    if (lane == 0) st_release_cta(&sl.state, 0);
-  }
+  ws_output_loop<Slots, TR, OutRows>(q, S, warp - 2 * Pairs, Pairs, pol);
 }
 
 template <int Owners, int Outputs, int Slots, int TR = 32, int OutRows = 1, int NoLookBack = 0>
