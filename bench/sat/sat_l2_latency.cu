@@ -245,8 +245,11 @@ int main(int argc, char** argv) {
   LAT_CHECK(cudaMalloc(&q.stop, 4));
   LAT_CHECK(cudaMalloc(&q.samples, (probes + 1) * 8));
   LAT_CHECK(cudaMalloc(&q.bytes, 8));
-  const int smem = 4096 * (kStoreWarps + 1);  // the bulk stores' sources; also keeps one block per SM
-  LAT_CHECK(cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 150 * 1024));
+  // 150 KB of dynamic shared memory: room for the bulk stores' sources (4 KB a warp after the
+  // prober's words), and one block per SM, so block 0's SM runs nothing else.
+  constexpr int smem = 150 * 1024;
+  static_assert(4096 * (kStoreWarps + 1) <= smem, "the bulk stores' sources fit");
+  LAT_CHECK(cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   struct traffic_case { const char* name; unsigned mode; bool needs_sm90; };
   const traffic_case cases[] = {
       {"idle", 0, false},
@@ -272,8 +275,7 @@ int main(int argc, char** argv) {
       LAT_CHECK(cudaEventCreate(&a));
       LAT_CHECK(cudaEventCreate(&b));
       LAT_CHECK(cudaEventRecord(a));
-      // 150 KB of dynamic shared memory: one block per SM, so block 0's SM runs nothing else.
-      probe_kernel<<<prop.multiProcessorCount, kStoreWarps * 32, std::max(smem, 150 * 1024)>>>(q);
+      probe_kernel<<<prop.multiProcessorCount, kStoreWarps * 32, smem>>>(q);
       LAT_CHECK(cudaGetLastError());
       LAT_CHECK(cudaEventRecord(b));
       LAT_CHECK(cudaDeviceSynchronize());

@@ -57,6 +57,16 @@ __device__ __forceinline__ void async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+//! Inclusive sum of x over lanes 0..lane of the warp.
+__device__ __forceinline__ std::uint32_t warp_inclusive_sum(std::uint32_t x, int lane) {
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const std::uint32_t y = __shfl_up_sync(~0u, x, o);
+    if (lane >= o) x += y;
+  }
+  return x;
+}
+
 //! Row scan of one warp row of RGBA8 pixels, 4 a lane (one 16-byte unit): channels R, B and G, A
 //! as 16-bit pairs (a 128-px row sum of 8-bit values fits 16 bits). p*[k] = the lane's inclusive
 //! prefix up to its pixel k; x* = the sum of the lanes before it (exclusive warp prefix).

@@ -163,10 +163,7 @@ __global__ void __launch_bounds__(256) q3(const uint32_t* __restrict__ img, int 
     for (int c = 0; c < 4; ++c) {
 #pragma unroll
       for (int o = 16; o; o >>= 1) cn[c] += __shfl_xor_sync(~0u, cn[c], o);
-      uint32_t x = a[c];
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) { const uint32_t y = __shfl_up_sync(~0u, x, o); if (lane >= o) x += y; }
-      const uint32_t ex = x - a[c] + cn[c];
+      const uint32_t ex = warp_inclusive_sum(a[c], lane) - a[c] + cn[c];
 #pragma unroll
       for (int k = 0; k < 4; ++k) run[k][c] += ex;
     }

@@ -58,14 +58,13 @@ using ks::tagged_word;
 
 struct params {
   const uint32_t* img; int w, h; uint4* table;
-  tagged_word *roww, *colw, *cornw;  // [tile][4][32], [tile][4][128], [tile][4]
+  tagged_word *roww, *colw, *cornw;  // [tile][4][32 x row groups], [tile][4][128], [tile][4]
   unsigned* counter; unsigned epoch; int TW, TH;
   unsigned long long* stamps;  // [0] load, [1] aggregates, [2] row lb, [3] col lb, [4] corner, [5] output, [6] tiles
 };
 
 constexpr int kWarps = 4;
 template <int TR> struct warp_smem_t { uint4 img[TR][32]; uint4 stage[128]; uint4 cum[TR > 32 ? TR : 32]; };
-using warp_smem = warp_smem_t<32>;
 
 __device__ __forceinline__ void stamp(const params& q, int i, long long& tk) {
   if (q.stamps && (threadIdx.x & 31) == 0) atomicAdd(q.stamps + i, clock64() - tk), tk = clock64();
@@ -73,7 +72,7 @@ __device__ __forceinline__ void stamp(const params& q, int i, long long& tk) {
 
 // One warp's front half of a tile: copy the image into img, publish the row and column sums, look
 // back left (rows), up (columns) and up the tile column (corner), publish the inclusive words.
-// Leaves the cumulative row carries in cum[lane] and, per lane, the column carries of its 4 px
+// Leaves the cumulative row carries in cum_out[0..TR) and, per lane, the column carries of its 4 px
 // (ccar[k * 4 + c]) and the corner. RW, CW: predecessors read per round (rows, columns).
 // Part: 0 all of it; 1 the rows and the corner, 2 the columns, for two warps sharing a tile (each
 // copies every other image row; sync() must then be a barrier of both warps).
@@ -131,10 +130,7 @@ __device__ __forceinline__ void tile_front(const params& q, int ti, int tj, int 
     }
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
-      uint32_t x = a[c];
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) { const uint32_t y = __shfl_up_sync(~0u, x, o); if (lane >= o) x += y; }
-      const uint32_t ex = x - a[c];
+      const uint32_t ex = warp_inclusive_sum(a[c], lane) - a[c];
 #pragma unroll
       for (int k = 0; k < 4; ++k) cagg[k][c] += ex;
     }
@@ -157,9 +153,9 @@ __device__ __forceinline__ void tile_front(const params& q, int ti, int tj, int 
   if (Part != 2) stamp(q, 1, tk);
   else tk = clock64();
   // Column look-back (16 elements a lane: 4 columns x 4 channels), then the column inclusive.
-  auto column_look_back = [&] {
 #pragma unroll
-    for (int e = 0; e < 16; ++e) ccar[e] = 0;
+  for (int e = 0; e < 16; ++e) ccar[e] = 0;
+  auto column_look_back = [&] {
     if (ti == 0 || NoLookBack) return;
     ks::lane_look_back_tagged<CW, 16>(
         ti, q.epoch, [&](int k, int e) { return q.colw + (size_t(ti - 1 - k) * q.TW + tj) * 512 + (e & 3) * 128 + 4 * lane + (e >> 2); },
@@ -170,12 +166,7 @@ __device__ __forceinline__ void tile_front(const params& q, int ti, int tj, int 
 #pragma unroll
         for (int k = 0; k < 4; ++k) ks::store_tagged(cw + c * 128 + 4 * lane + k, q.epoch, ks::flag_inclusive, cagg[k][c] + ccar[k * 4 + c]);
   };
-  if (Part == 1) {
-#pragma unroll
-    for (int e = 0; e < 16; ++e) ccar[e] = 0;
-  } else if (ColumnsFirst || Part == 2) {
-    column_look_back();
-  }
+  if (Part == 2 || (Part == 0 && ColumnsFirst)) column_look_back();
   if (Part == 2) {
     stamp(q, 3, tk);
   } else {
@@ -199,9 +190,7 @@ __device__ __forceinline__ void tile_front(const params& q, int ti, int tj, int 
       uint32_t cum[4];
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
-        uint32_t x = L[h * 4 + c];
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) { const uint32_t y = __shfl_up_sync(~0u, x, o); if (lane >= o) x += y; }
+        const uint32_t x = warp_inclusive_sum(L[h * 4 + c], lane);
         cum[c] = x + ctot[c];
         ctot[c] += __shfl_sync(~0u, x, 31);
       }
@@ -306,7 +295,8 @@ __global__ void __launch_bounds__(kWarps * 32) satw(params q) {
 // Warp-specialised tiles: one block per SM; Owners warps take a free tile slot each (claim, load,
 // sums, look-backs, carries into the slot), Outputs warps take whichever slot is ready and walk its
 // rows, then free it. The table's write stream then does not stop while tiles wait on their
-// look-backs (an L2 round trip is 1.4 us at the median under full write traffic, measured), and
+// look-backs (an L2 round trip takes about 1.5 us at the median once the stores saturate,
+// canopy-sat-l2-latency), and
 // more tiles are in flight than warps wait on them. Owners wait only on earlier tiles and on
 // output warps, which wait on nothing but ready slots: no deadlock.
 template <int TR>
@@ -440,9 +430,6 @@ __global__ void __launch_bounds__((Owners + Outputs) * 32, 1) satws(params q) {
   ws_output_loop<Slots, TR, OutRows>(q, S, warp - Owners, Owners, pol);
 }
 
-template <class K>
-void run_variant(const char* name, K kern, int TR, int max_blocks_per_sm, int threads, size_t smem);
-bool checked = true;  // false: a diagnostic variant whose tables are wrong by design
 
 // The same with two owner warps a tile: one runs the row and corner look-backs, the other the
 // column look-back, at the same time (named barrier per pair).
@@ -493,24 +480,8 @@ __global__ void __launch_bounds__((2 * Pairs + Outputs) * 32, 1) satwp(params q)
   ws_output_loop<Slots, TR, OutRows>(q, S, warp - 2 * Pairs, Pairs, pol);
 }
 
-template <int Owners, int Outputs, int Slots, int TR = 32, int OutRows = 1, int NoLookBack = 0>
-void run_ws() {
-  char name[200];
-  std::snprintf(name, sizeof name, "warp-specialised: %d-row tiles, %d owner warps, %d output warps (%d rows a step), %d tile slots, 1 block per SM%s", TR,
-                Owners, Outputs, OutRows, Slots, NoLookBack == 2 ? ", NO LOOK-BACKS, RASTER ORDER (diagnostic, table not checked)" : NoLookBack ? ", NO LOOK-BACKS (diagnostic, table not checked)" : "");
-  checked = !NoLookBack;
-  run_variant(name, satws<Owners, Outputs, Slots, TR, OutRows, NoLookBack>, TR, 1, (Owners + Outputs) * 32, sizeof(ws_smem<Slots, Outputs, TR>));
-  checked = true;
-}
-template <int Pairs, int Outputs, int Slots, int TR, int OutRows = 1>
-void run_wp() {
-  char name[160];
-  std::snprintf(name, sizeof name, "warp-specialised, owner pairs: %d-row tiles, %d owner pairs, %d output warps (%d rows a step), %d tile slots, 1 block per SM",
-                TR, Pairs, Outputs, OutRows, Slots);
-  run_variant(name, satwp<Pairs, Outputs, Slots, TR, OutRows>, TR, 1, (2 * Pairs + Outputs) * 32, sizeof(ws_smem<Slots, Outputs, TR>));
-}
-
 bool all_ok = true;
+bool checked = true;  // false: a diagnostic variant whose tables are wrong by design
 bool small_only = false;  // --small: the odd sizes only (for compute-sanitizer)
 
 template <class K>
@@ -579,7 +550,23 @@ void run_variant(const char* name, K kern, int TR, int max_blocks_per_sm, int th
   cudaFree(stamps);
 }
 
-//   canopy-sat-warp-tiles [--small]
+template <int Owners, int Outputs, int Slots, int TR = 32, int OutRows = 1, int NoLookBack = 0>
+void run_ws() {
+  char name[200];
+  std::snprintf(name, sizeof name, "warp-specialised: %d-row tiles, %d owner warps, %d output warps (%d rows a step), %d tile slots, 1 block per SM%s", TR,
+                Owners, Outputs, OutRows, Slots, NoLookBack == 2 ? ", NO LOOK-BACKS, RASTER ORDER (diagnostic, table not checked)" : NoLookBack ? ", NO LOOK-BACKS (diagnostic, table not checked)" : "");
+  checked = !NoLookBack;
+  run_variant(name, satws<Owners, Outputs, Slots, TR, OutRows, NoLookBack>, TR, 1, (Owners + Outputs) * 32, sizeof(ws_smem<Slots, Outputs, TR>));
+  checked = true;
+}
+template <int Pairs, int Outputs, int Slots, int TR, int OutRows = 1>
+void run_wp() {
+  char name[160];
+  std::snprintf(name, sizeof name, "warp-specialised, owner pairs: %d-row tiles, %d owner pairs, %d output warps (%d rows a step), %d tile slots, 1 block per SM",
+                TR, Pairs, Outputs, OutRows, Slots);
+  run_variant(name, satwp<Pairs, Outputs, Slots, TR, OutRows>, TR, 1, (2 * Pairs + Outputs) * 32, sizeof(ws_smem<Slots, Outputs, TR>));
+}
+
 //   canopy-sat-warp-tiles [--small] [--variants k1,k2,...|all]
 // Without --variants: the session-12 set (keys marked * below); "all" runs every variant.
 int main(int argc, char** argv) {
