@@ -154,7 +154,8 @@ struct runner {
     if constexpr (Epoch) {
       // A new epoch per build, the library's rule (advance_epoch).
       if (canopy::detail::advance_epoch(epoch, fresh)) CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch, 0, scratch_bytes, s));
-      CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch, 0, layout.counter_bytes, s));
+      // the counter, only where the mode reads it (the library's rule, dispatch_single_pass)
+      if (!(Prefetch || Deferred)) CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch, 0, sizeof(unsigned), s));
     } else {
       CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch, 0, layout.zeroed_bytes, s));
     }

@@ -15,13 +15,13 @@
 //          about 8% of a table's size
 //
 // Tagged layout (look_back_protocol::tagged, 4-byte tables):
-//   words  counter (1)                                                    zeroed per build
+//   words  counter (1)              zeroed before a build that reads it (one tile per block)
 //   pad    to 256 bytes
 //   tagged row_word (32 x C), col_word (128 x C), corner_word (C) per tile, 8 bytes each: the same
 //          bytes as the two value slots of the flag layout; empty words must read as empty: zeroed
 //          per build (zeroed_bytes covers them), or kept by one owner with a new epoch per build
-//          (then only counter_bytes are zeroed per build; the whole buffer on allocation and
-//          before the epoch wraps)
+//          (then only the counter is zeroed, and only for the one-tile-per-block mode; the
+//          whole buffer on allocation and before the epoch wraps)
 #pragma once
 
 #include <canopy/core/config.hpp>
@@ -40,7 +40,6 @@ struct scratch_layout {
   std::size_t flag_bytes = 0;    //!< zeroed_bytes rounded up to 256: where the values start
   std::size_t value_bytes = 0;   //!< descriptor values, never read before they are written
   std::size_t total_bytes = 0;   //!< flag_bytes + value_bytes
-  std::size_t counter_bytes = sizeof(unsigned);  //!< the tile counter alone (tagged, epoch builds)
   bool tagged = false;
 
   template <class Table, int C, bool Tagged = false>
