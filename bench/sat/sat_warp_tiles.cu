@@ -26,6 +26,12 @@
 // 64-row tiles (fewer anti-diagonals), output warps scanning two rows at once, many output warps,
 // and diagnostics with every look-back skipped (tables wrong by design, not checked), in
 // anti-diagonal or raster order: the ceiling of each structure without look-backs.
+// Session 13 added, all measured and none taken (docs/sat.md, "Descriptor traffic, store pacing and
+// SM-specialised tiles"): --pace (output warps' stores paced by a per-warp token bucket), a
+// no-look-back diagnostic that also publishes no descriptor words (their traffic alone),
+// --desc-hint (descriptor words stored with an L2 evict_last / evict_first policy), column words
+// laid out so each store instruction writes 256 contiguous bytes, and SM-specialised tiles
+// (satsplit: fronts on their own SMs, back halves on the others), --width to time one size.
 // Every table is checked exactly against a CPU reference (odd heights, 1080p, 4K, 8K; widths are
 // multiples of 128, the only case this prototype handles), timed (canopy_bench::median_ms_on_stream:
 // 25 held-stream CUDA-event runs after 3 warm-ups, counter memset included) against a
@@ -33,7 +39,8 @@
 // phase: where a warp's tile time goes (in the warp-specialised kernels: owners' phases 0-4,
 // output warps' phase 5). Results: docs/sat.md, "Other decompositions (session 11)" and
 // "Warp-specialised tiles (session 12)". Exits 1 if any checked table is wrong. --small runs the
-// odd sizes only (for compute-sanitizer); --variants picks variants (usage: any other argument).
+// odd sizes only (for compute-sanitizer); --variants picks variants; the usage line (any other
+// argument) lists the options.
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -58,10 +65,25 @@ using ks::tagged_word;
 
 struct params {
   const uint32_t* img; int w, h; uint4* table;
-  tagged_word *roww, *colw, *cornw;  // [tile][4][32 x row groups], [tile][4][128], [tile][4]
+  tagged_word *roww, *colw, *cornw;  // [tile][4][32 x row groups], [tile][4][128] (column 4 lane + k at 32 k + lane: each store instruction 256 contiguous bytes), [tile][4]
   unsigned* counter; unsigned epoch; int TW, TH;
   unsigned long long* stamps;  // [0] load, [1] aggregates, [2] row lb, [3] col lb, [4] corner, [5] output, [6] tiles
+  // Store pacing (output warps of the warp-specialised kernels; 0 = off): each output warp starts a
+  // 2 KB table row no sooner than pace SM cycles after its previous one, with up to pace_burst
+  // cycles of unused time carried forward (token bucket per warp). Session 13: do look-back steps
+  // stay near the idle L2 round trip when the SMs' stores stay under the write bandwidth?
+  long long pace, pace_burst;
+  int front_blocks;  // satsplit: blocks 0..front_blocks-1 run front halves, the others back halves
+  int desc_hint;     // descriptor words stored with an L2 policy: 0 none, 1 evict_last, 2 evict_first
 };
+
+// A tagged descriptor word (ks::store_tagged's encoding), with the L2 policy q.desc_hint asks for.
+__device__ __forceinline__ void publish(const params& q, tagged_word* p, unsigned status, uint32_t v) {
+  if (q.desc_hint == 0) return ks::store_tagged(p, q.epoch, status, v);
+  const tagged_word w = (tagged_word((q.epoch << 2) | status) << 32) | tagged_word(v);
+  const uint64_t pol = q.desc_hint == 1 ? policy_evict_last() : policy_evict_first();
+  asm volatile("st.relaxed.gpu.global.L2::cache_hint.u64 [%0], %1, %2;" ::"l"(p), "l"(w), "l"(pol) : "memory");
+}
 
 constexpr int kWarps = 4;
 template <int TR> struct warp_smem_t { uint4 img[TR][32]; uint4 stage[128]; uint4 cum[TR > 32 ? TR : 32]; };
@@ -76,8 +98,9 @@ __device__ __forceinline__ void stamp(const params& q, int i, long long& tk) {
 // (ccar[k * 4 + c]) and the corner. RW, CW: predecessors read per round (rows, columns).
 // Part: 0 all of it; 1 the rows and the corner, 2 the columns, for two warps sharing a tile (each
 // copies every other image row; sync() must then be a barrier of both warps).
-// NoLookBack (diagnostic): carries taken as zero, the table is wrong.
-template <int RW, int CW, bool ColumnsFirst, int TR, int Part = 0, bool NoLookBack = false, class Sync>
+// Diag (diagnostic, the table is wrong): 1 takes every carry as zero (no look-backs); 2 also
+// publishes no descriptor words (what the words' own traffic costs).
+template <int RW, int CW, bool ColumnsFirst, int TR, int Part = 0, int Diag = 0, class Sync>
 __device__ __forceinline__ void tile_front(const params& q, int ti, int tj, int rows, uint4 (*img)[32], uint4* cum_out,
                                            uint32_t (&ccar)[16], uint32_t (&corner)[4], uint64_t pol, long long& tk, Sync sync) {
   const int lane = threadIdx.x & 31;
@@ -140,16 +163,17 @@ __device__ __forceinline__ void tile_front(const params& q, int ti, int tj, int 
   tagged_word* rw = q.roww + size_t(tile) * RowWords;
   tagged_word* cw = q.colw + size_t(tile) * 512;
   tagged_word* kw = q.cornw + size_t(tile) * 4;
-  if (Part != 2 && right)
+  constexpr bool NoLookBack = Diag != 0, Publish = Diag < 2;
+  if (Publish && Part != 2 && right)
     for (int h = 0; h < H; ++h)
       for (int c = 0; c < 4; ++c)
-        ks::store_tagged(rw + c * 32 * H + 32 * h + lane, q.epoch, tj == 0 ? ks::flag_inclusive : ks::flag_aggregate, rs[h][c]);
-  if (Part != 1 && below)
+        publish(q, rw + c * 32 * H + 32 * h + lane, tj == 0 ? ks::flag_inclusive : ks::flag_aggregate, rs[h][c]);
+  if (Publish && Part != 1 && below)
 #pragma unroll
     for (int c = 0; c < 4; ++c)
 #pragma unroll
       for (int k = 0; k < 4; ++k)
-        ks::store_tagged(cw + c * 128 + 4 * lane + k, q.epoch, ti == 0 ? ks::flag_inclusive : ks::flag_aggregate, cagg[k][c]);
+        publish(q, cw + c * 128 + 32 * k + lane, ti == 0 ? ks::flag_inclusive : ks::flag_aggregate, cagg[k][c]);
   if (Part != 2) stamp(q, 1, tk);
   else tk = clock64();
   // Column look-back (16 elements a lane: 4 columns x 4 channels), then the column inclusive.
@@ -158,13 +182,13 @@ __device__ __forceinline__ void tile_front(const params& q, int ti, int tj, int 
   auto column_look_back = [&] {
     if (ti == 0 || NoLookBack) return;
     ks::lane_look_back_tagged<CW, 16>(
-        ti, q.epoch, [&](int k, int e) { return q.colw + (size_t(ti - 1 - k) * q.TW + tj) * 512 + (e & 3) * 128 + 4 * lane + (e >> 2); },
+        ti, q.epoch, [&](int k, int e) { return q.colw + (size_t(ti - 1 - k) * q.TW + tj) * 512 + (e & 3) * 128 + 32 * (e >> 2) + lane; },
         ccar);
     if (below)
 #pragma unroll
       for (int c = 0; c < 4; ++c)
 #pragma unroll
-        for (int k = 0; k < 4; ++k) ks::store_tagged(cw + c * 128 + 4 * lane + k, q.epoch, ks::flag_inclusive, cagg[k][c] + ccar[k * 4 + c]);
+        for (int k = 0; k < 4; ++k) publish(q, cw + c * 128 + 32 * k + lane, ks::flag_inclusive, cagg[k][c] + ccar[k * 4 + c]);
   };
   if (Part == 2 || (Part == 0 && ColumnsFirst)) column_look_back();
   if (Part == 2) {
@@ -180,7 +204,7 @@ __device__ __forceinline__ void tile_front(const params& q, int ti, int tj, int 
           [&](int k, int e) { return q.roww + (size_t(ti) * q.TW + tj - 1 - k) * RowWords + (e & 3) * 32 * H + 32 * (e >> 2) + lane; }, L);
       if (right)
         for (int h = 0; h < H; ++h)
-          for (int c = 0; c < 4; ++c) ks::store_tagged(rw + c * 32 * H + 32 * h + lane, q.epoch, ks::flag_inclusive, L[h * 4 + c] + rs[h][c]);
+          for (int c = 0; c < 4; ++c) publish(q, rw + c * 32 * H + 32 * h + lane, ks::flag_inclusive, L[h * 4 + c] + rs[h][c]);
     }
     stamp(q, 2, tk);
     // corner aggregate = total of the row carries; cumulative row carries for the output
@@ -203,13 +227,13 @@ __device__ __forceinline__ void tile_front(const params& q, int ti, int tj, int 
 #pragma unroll
     for (int c = 0; c < 4; ++c) corner[c] = 0;
     const bool corner_look_back = ti > 0 && tj > 0;
-    if (below && lane == 0)
+    if (Publish && below && lane == 0)
       for (int c = 0; c < 4; ++c)
-        ks::store_tagged(kw + c, q.epoch, corner_look_back ? ks::flag_aggregate : ks::flag_inclusive, ctot[c]);
+        publish(q, kw + c, corner_look_back ? ks::flag_aggregate : ks::flag_inclusive, ctot[c]);
     if (corner_look_back && !NoLookBack) {
       ks::warp_look_back_tagged<true, 4>(ti, q.epoch, [&](int k) { return q.cornw + (size_t(ti - 1 - k) * q.TW + tj) * 4; }, corner);
       if (below && lane == 0)
-        for (int c = 0; c < 4; ++c) ks::store_tagged(kw + c, q.epoch, ks::flag_inclusive, corner[c] + ctot[c]);
+        for (int c = 0; c < 4; ++c) publish(q, kw + c, ks::flag_inclusive, corner[c] + ctot[c]);
     }
     __syncwarp();
     stamp(q, 4, tk);
@@ -222,7 +246,8 @@ __device__ __forceinline__ void tile_front(const params& q, int ti, int tj, int 
 // Rows: 1, or 2 rows scanned at once (two independent shuffle chains in flight).
 template <bool Direct, int TR, int Rows = 1>
 __device__ __forceinline__ void tile_output(const params& q, int ti, int tj, int rows, const uint4 (*img)[32], const uint4* cum,
-                                            uint32_t (&run)[4][4], uint4* stage, uint64_t pol, long long& tk) {
+                                            uint32_t (&run)[4][4], uint4* stage, uint64_t pol, long long& tk,
+                                            long long* pace_next = nullptr) {
   const int lane = threadIdx.x & 31;
   uint4* dst = q.table + size_t(ti * TR) * q.w + tj * 128;
   for (int r0 = 0; r0 < rows; r0 += Rows) {
@@ -246,6 +271,15 @@ __device__ __forceinline__ void tile_output(const params& q, int ti, int tj, int
       }
       if (!Direct) {
         ks::stage_segment(stage, out, lane);
+        if (pace_next && q.pace) {  // lane 0 keeps the warp's schedule
+          if (lane == 0) {
+            long long now = clock64();
+            long long& nx = *pace_next;
+            if (nx < now - q.pace_burst) nx = now - q.pace_burst;
+            while (now < nx) now = clock64();
+            nx += q.pace;
+          }
+        }
         __syncwarp();
         ks::store_staged_row<4>(d, stage, 128, lane);
         __syncwarp();
@@ -257,10 +291,11 @@ __device__ __forceinline__ void tile_output(const params& q, int ti, int tj, int
 
 // Raster (diagnostic, only without look-backs): tiles in row-major order instead of anti-diagonals.
 template <bool Raster = false>
-__device__ __forceinline__ bool claim_tile(const params& q, int TR, int& ti, int& tj, int& rows) {
+__device__ __forceinline__ bool claim_tile(const params& q, int TR, int& ti, int& tj, int& rows, int which = 0, unsigned* claimed = nullptr) {
   unsigned t = 0;
-  if ((threadIdx.x & 31) == 0) t = atomicAdd(q.counter, 1u);
+  if ((threadIdx.x & 31) == 0) t = atomicAdd(q.counter + which, 1u);
   t = __shfl_sync(~0u, t, 0);
+  if (claimed) *claimed = t;
   if (t >= unsigned(q.TW) * unsigned(q.TH)) return false;
   if (Raster) {
     ti = int(t / unsigned(q.TW)); tj = int(t % unsigned(q.TW));
@@ -313,6 +348,11 @@ struct ws_smem {
   int owners_done;
 };
 
+__device__ __forceinline__ unsigned ld_relaxed_gpu(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 __device__ __forceinline__ int ld_acquire_cta(const int* p) {
   int v;
   asm volatile("ld.acquire.cta.shared.b32 %0, [%1];" : "=r"(v) : "r"(unsigned(__cvta_generic_to_shared(p))) : "memory");
@@ -375,7 +415,7 @@ __device__ __forceinline__ void ws_hand_over(ws_slot<TR>& sl, int ti, int tj, in
 template <int Slots, int TR, int OutRows, class Smem>
 __device__ __forceinline__ void ws_output_loop(const params& q, Smem& S, int o, int owners, uint64_t pol) {
   const int lane = threadIdx.x & 31;
-  long long tk = 0;
+  long long tk = 0, pace_next = 0;
   for (;;) {
     const int done = lane == 0 ? ld_acquire_cta(&S.owners_done) : 0;
     const bool all_done = __shfl_sync(~0u, done, 0) == owners;
@@ -393,13 +433,14 @@ __device__ __forceinline__ void ws_output_loop(const params& q, Smem& S, int o, 
 #pragma unroll
       for (int c = 0; c < 4; ++c) run[k][c] = sl.run[k * 4 + c][lane];
     tk = clock64();
-    tile_output<false, TR, OutRows>(q, sl.ti, sl.tj, sl.rows, sl.img, sl.cum, run, S.stage[o], pol, tk);
+    tile_output<false, TR, OutRows>(q, sl.ti, sl.tj, sl.rows, sl.img, sl.cum, run, S.stage[o], pol, tk, &pace_next);
     __syncwarp();
     if (lane == 0) st_release_cta(&sl.state, 0);
   }
 }
 
-// NoLookBack (diagnostic): 1 skips the look-backs, 2 also takes the tiles in raster order.
+// NoLookBack (diagnostic, bits): 1 skips the look-backs, 2 also takes the tiles in raster order,
+// 4 also publishes no descriptor words.
 template <int Owners, int Outputs, int Slots, int TR, int OutRows = 1, int NoLookBack = 0>
 __global__ void __launch_bounds__((Owners + Outputs) * 32, 1) satws(params q) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -415,13 +456,13 @@ __global__ void __launch_bounds__((Owners + Outputs) * 32, 1) satws(params q) {
       while ((i = take_slot<Slots>(S.slot, 0, 3, warp)) < 0) __nanosleep(64);
       ws_slot<TR>& sl = S.slot[i];
       int ti, tj, rows;
-      if (!claim_tile<NoLookBack == 2>(q, TR, ti, tj, rows)) {
+      if (!claim_tile<(NoLookBack & 2) != 0>(q, TR, ti, tj, rows)) {
         if (lane == 0) st_release_cta(&sl.state, 0);
         break;
       }
       tk = clock64();
       uint32_t ccar[16], corner[4];
-      tile_front<1, 1, false, TR, 0, NoLookBack != 0>(q, ti, tj, rows, sl.img, sl.cum, ccar, corner, pol, tk, [] { __syncwarp(); });
+      tile_front<1, 1, false, TR, 0, (NoLookBack & 4) ? 2 : NoLookBack ? 1 : 0>(q, ti, tj, rows, sl.img, sl.cum, ccar, corner, pol, tk, [] { __syncwarp(); });
       ws_hand_over(sl, ti, tj, rows, corner, ccar);
     }
     if (lane == 0) { __threadfence_block(); atomicAdd(&S.owners_done, 1); }
@@ -480,12 +521,119 @@ __global__ void __launch_bounds__((2 * Pairs + Outputs) * 32, 1) satwp(params q)
   ws_output_loop<Slots, TR, OutRows>(q, S, warp - 2 * Pairs, Pairs, pol);
 }
 
+// A back half's carries, read-only: the same three look-backs as tile_front over the words the
+// fronts published (the fronts ran ahead, so each nearly always stops at its first predecessor).
+// Leaves the cumulative row carries in cum_out[0..TR), the column carries of the lane's 4 px and
+// the corner, as tile_front does.
+template <int TR>
+__device__ __forceinline__ void tile_carries(const params& q, int ti, int tj, uint4* cum_out, uint32_t (&ccar)[16], uint32_t (&corner)[4]) {
+  const int lane = threadIdx.x & 31;
+  constexpr int H = TR > 32 ? TR / 32 : 1;
+  constexpr int RowWords = 4 * 32 * H;
+#pragma unroll
+  for (int e = 0; e < 16; ++e) ccar[e] = 0;
+  if (ti > 0)
+    ks::lane_look_back_tagged<1, 16>(
+        ti, q.epoch, [&](int k, int e) { return q.colw + (size_t(ti - 1 - k) * q.TW + tj) * 512 + (e & 3) * 128 + 32 * (e >> 2) + lane; },
+        ccar);
+  uint32_t L[4 * H];
+#pragma unroll
+  for (int e = 0; e < 4 * H; ++e) L[e] = 0;
+  if (tj > 0)
+    ks::lane_look_back_tagged<1, 4 * H>(
+        tj, q.epoch, [&](int k, int e) { return q.roww + (size_t(ti) * q.TW + tj - 1 - k) * RowWords + (e & 3) * 32 * H + 32 * (e >> 2) + lane; },
+        L);
+  uint32_t ctot[4] = {0, 0, 0, 0};
+#pragma unroll
+  for (int h = 0; h < H; ++h) {
+    uint32_t cum[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const uint32_t x = warp_inclusive_sum(L[h * 4 + c], lane);
+      cum[c] = x + ctot[c];
+      ctot[c] += __shfl_sync(~0u, x, 31);
+    }
+    cum_out[32 * h + lane] = make_uint4(cum[0], cum[1], cum[2], cum[3]);
+  }
+#pragma unroll
+  for (int c = 0; c < 4; ++c) corner[c] = 0;
+  if (ti > 0 && tj > 0)
+    ks::warp_look_back_tagged<true, 4>(ti, q.epoch, [&](int k) { return q.cornw + (size_t(ti - 1 - k) * q.TW + tj) * 4; }, corner);
+  __syncwarp();
+}
+
+// SM-specialised tiles (session 13): the look-back chains run on SMs that store no table. Blocks
+// 0..front_blocks-1 (one per SM) run only front halves (tile_front: image load with an L2
+// evict_last policy, sums, look-backs, descriptor words); the other blocks run only back halves:
+// claim the next tile from a second counter (same anti-diagonal order), load its image again
+// (meant to hit L2), read the carries from the published words (tile_carries) and store the table.
+// An L2 round trip from an SM whose own stores are quiet stays near 350-500 cycles even when every
+// other SM saturates the write stream (canopy-sat-l2-latency), against about 3000 on a storing SM.
+// Fronts wait only on earlier fronts and back halves only on fronts: no deadlock, as long as every
+// block is resident (one block per SM, grid = SMs).
+template <int FWarps, int OWarps, int TR = 32>
+__global__ void __launch_bounds__(32 * (FWarps > OWarps ? FWarps : OWarps), 1) satsplit(params q) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int warp = threadIdx.x >> 5;
+  warp_smem_t<TR>& S = reinterpret_cast<warp_smem_t<TR>*>(smem_raw)[warp];
+  int ti, tj, rows;
+  long long tk = clock64();
+  if (int(blockIdx.x) < q.front_blocks) {
+    if (warp >= FWarps) return;
+    const uint64_t pol = policy_evict_last();
+    while (claim_tile(q, TR, ti, tj, rows, 0)) {
+      tk = clock64();
+      uint32_t ccar[16], corner[4];
+      tile_front<1, 1, false, TR>(q, ti, tj, rows, S.img, S.cum, ccar, corner, pol, tk, [] { __syncwarp(); });
+    }
+    return;
+  }
+  if (warp >= OWarps) return;
+  const int lane = threadIdx.x & 31;
+  const uint64_t pol = policy_evict_first();
+  const size_t stride = size_t(q.w) / 4;
+  unsigned t;
+  while (claim_tile(q, TR, ti, tj, rows, 1, &t)) {
+    // Wait, with a back-off and without touching the descriptor words, until the fronts have
+    // claimed two anti-diagonals past this tile (spinning look-backs of ~1500 back-half warps on
+    // the words slow the fronts' own look-backs).
+    {
+      const unsigned need = t + 2u * unsigned(min(q.TW, q.TH));
+      unsigned seen = 0;
+      if (lane == 0)
+        while ((seen = ld_relaxed_gpu(q.counter)) < need && seen < unsigned(q.TW) * unsigned(q.TH)) __nanosleep(400);
+      __syncwarp();
+    }
+    const uint4* src = reinterpret_cast<const uint4*>(q.img + size_t(ti * TR) * q.w + tj * 128) + lane;
+    for (int r = 0; r < rows; ++r) copy16_async(&S.img[r][lane], src + r * stride, pol);
+    canopy::detail::sat::cp_async_commit();
+    tk = clock64();
+    uint32_t ccar[16], corner[4];
+    tile_carries<TR>(q, ti, tj, S.cum, ccar, corner);
+    stamp(q, 7, tk);
+    async_wait<0>();
+    __syncwarp();
+    uint32_t run[4][4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) run[k][c] = corner[c] + ccar[k * 4 + c];
+    tile_output<false, TR>(q, ti, tj, rows, S.img, S.cum, run, S.stage, pol, tk);
+    __syncwarp();
+  }
+}
+
 bool all_ok = true;
 bool checked = true;  // false: a diagnostic variant whose tables are wrong by design
 bool small_only = false;  // --small: the odd sizes only (for compute-sanitizer)
+int only_width = 0;       // --width W: the odd sizes and the timed sizes of width W only
+double pace_tbps = 0;     // --pace R: output warps' table stores paced to R TB/s over the GPU (0: off)
+int pace_burst_rows = 8;  // --pace-burst N: rows of unused time an output warp may carry forward
+int split_front = 0;      // satsplit: front blocks (0: not a split kernel)
+int desc_hint = 0;        // --desc-hint N: descriptor words' L2 policy (0 none, 1 evict_last, 2 evict_first)
 
 template <class K>
-void run_variant(const char* name, K kern, int TR, int max_blocks_per_sm, int threads, size_t smem) {
+void run_variant(const char* name, K kern, int TR, int max_blocks_per_sm, int threads, size_t smem, int outputs_per_sm = 0) {
   if (smem == 0) smem = kWarps * (TR == 64 ? sizeof(warp_smem_t<64>) : TR == 32 ? sizeof(warp_smem_t<32>) : sizeof(warp_smem_t<16>));
   const int sizes[][2] = {{128, 1}, {128, 100}, {256, 33}, {1024, 100}, {640, 47}, {1920, 1080}, {3840, 2160}, {7680, 4320}};
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
@@ -494,12 +642,23 @@ void run_variant(const char* name, K kern, int TR, int max_blocks_per_sm, int th
   int sms = 0; cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   cudaFuncAttributes fa; cudaFuncGetAttributes(&fa, kern);
   if (max_blocks_per_sm > 0) per_sm = std::min(per_sm, max_blocks_per_sm);  // fewer tiles in flight
-  std::printf("%s: %d regs, blocks per SM %d (%d warps)\n", name, fa.numRegs, per_sm, per_sm * threads / 32);
+  int clock_khz = 0; cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0);
+  // SM cycles per 2 KB row and output warp for pace_tbps over every SM (at the nominal clock)
+  const long long pace = pace_tbps > 0 && outputs_per_sm > 0
+                             ? std::llround(2048.0 * outputs_per_sm * sms * clock_khz * 1e3 / (pace_tbps * 1e12)) : 0;
+  std::printf("%s: %d regs, blocks per SM %d (%d warps)", name, fa.numRegs, per_sm, per_sm * threads / 32);
+  if (desc_hint) std::printf(", descriptor words stored %s", desc_hint == 1 ? "L2::evict_last" : "L2::evict_first");
+  if (pace) std::printf(", stores paced to %.2f TB/s (%lld cycles a row and output warp at %d MHz, burst %d rows)", pace_tbps, pace, clock_khz / 1000, pace_burst_rows);
+  std::printf("\n");
   unsigned long long* stamps; CK(cudaMalloc(&stamps, 64));
   for (auto& s : sizes) {
     const int w = s[0], h = s[1];
     if (small_only && w >= 1920) continue;
+    if (only_width && w >= 1920 && w != only_width) continue;
     params q{};
+    q.pace = pace; q.pace_burst = pace * pace_burst_rows;
+    q.front_blocks = split_front;
+    q.desc_hint = desc_hint;
     q.w = w; q.h = h; q.TW = w / 128; q.TH = (h + TR - 1) / TR;
     const size_t tiles = size_t(q.TW) * q.TH, npx = size_t(w) * h;
     std::vector<uint32_t> img(npx);
@@ -510,12 +669,14 @@ void run_variant(const char* name, K kern, int TR, int max_blocks_per_sm, int th
     CK(cudaMalloc(&q.table, npx * 16));
     CK(cudaMalloc(&q.roww, tiles * std::max(TR, 32) * 4 * 8)); CK(cudaMalloc(&q.colw, tiles * 512 * 8)); CK(cudaMalloc(&q.cornw, tiles * 4 * 8));
     CK(cudaMemset(q.roww, 0, tiles * std::max(TR, 32) * 4 * 8)); CK(cudaMemset(q.colw, 0, tiles * 512 * 8)); CK(cudaMemset(q.cornw, 0, tiles * 4 * 8));
-    CK(cudaMalloc(&q.counter, 4));
-    const int grid = int(std::min<size_t>(size_t(per_sm) * sms, std::max<size_t>(1, threads > 128 ? tiles : (tiles * 32 + threads - 1) / threads)));
+    CK(cudaMalloc(&q.counter, 8));
+    // the split kernel needs every block (fronts and back halves) whatever the size
+    const int grid = split_front ? per_sm * sms
+                                 : int(std::min<size_t>(size_t(per_sm) * sms, std::max<size_t>(1, threads > 128 ? tiles : (tiles * 32 + threads - 1) / threads)));
     unsigned epoch = 0;
     auto build = [&] {
       q.epoch = ++epoch;
-      cudaMemsetAsync(q.counter, 0, 4);
+      cudaMemsetAsync(q.counter, 0, 8);
       kern<<<grid, threads, smem>>>(q);
     };
     build();
@@ -542,6 +703,7 @@ void run_variant(const char* name, K kern, int TR, int max_blocks_per_sm, int th
       const double n = double(st[6]);
       std::printf("\n      kcycles per tile: load %.2f aggregates %.2f row look-back %.2f column look-back %.2f corner %.2f output %.2f (tiles %.0f)", st[0] / n / 1e3, st[1] / n / 1e3, st[2] / n / 1e3,
                   st[3] / n / 1e3, st[4] / n / 1e3, st[5] / n / 1e3, n);
+      if (split_front) std::printf(" back halves' carries %.2f", st[7] / n / 1e3);
       cudaFree(cp);
     }
     std::printf("\n");
@@ -554,21 +716,33 @@ template <int Owners, int Outputs, int Slots, int TR = 32, int OutRows = 1, int 
 void run_ws() {
   char name[200];
   std::snprintf(name, sizeof name, "warp-specialised: %d-row tiles, %d owner warps, %d output warps (%d rows a step), %d tile slots, 1 block per SM%s", TR,
-                Owners, Outputs, OutRows, Slots, NoLookBack == 2 ? ", NO LOOK-BACKS, RASTER ORDER (diagnostic, table not checked)" : NoLookBack ? ", NO LOOK-BACKS (diagnostic, table not checked)" : "");
+                Owners, Outputs, OutRows, Slots, !NoLookBack ? "" : NoLookBack & 4 ? ", NO LOOK-BACKS, NO DESCRIPTOR WORDS (diagnostic, table not checked)"
+                : NoLookBack & 2 ? ", NO LOOK-BACKS, RASTER ORDER (diagnostic, table not checked)" : ", NO LOOK-BACKS (diagnostic, table not checked)");
   checked = !NoLookBack;
-  run_variant(name, satws<Owners, Outputs, Slots, TR, OutRows, NoLookBack>, TR, 1, (Owners + Outputs) * 32, sizeof(ws_smem<Slots, Outputs, TR>));
+  run_variant(name, satws<Owners, Outputs, Slots, TR, OutRows, NoLookBack>, TR, 1, (Owners + Outputs) * 32, sizeof(ws_smem<Slots, Outputs, TR>), Outputs);
   checked = true;
+}
+template <int FWarps, int OWarps, int Front>
+void run_split() {
+  char name[200];
+  std::snprintf(name, sizeof name, "SM-specialised: %d front blocks of %d warps (load, sums, look-backs), the other SMs %d warps of back halves (image again, carries, table)",
+                Front, FWarps, OWarps);
+  split_front = Front;
+  run_variant(name, satsplit<FWarps, OWarps>, 32, 1, 32 * std::max(FWarps, OWarps), std::max(FWarps, OWarps) * sizeof(warp_smem_t<32>));
+  split_front = 0;
 }
 template <int Pairs, int Outputs, int Slots, int TR, int OutRows = 1>
 void run_wp() {
   char name[160];
   std::snprintf(name, sizeof name, "warp-specialised, owner pairs: %d-row tiles, %d owner pairs, %d output warps (%d rows a step), %d tile slots, 1 block per SM",
                 TR, Pairs, Outputs, OutRows, Slots);
-  run_variant(name, satwp<Pairs, Outputs, Slots, TR, OutRows>, TR, 1, (2 * Pairs + Outputs) * 32, sizeof(ws_smem<Slots, Outputs, TR>));
+  run_variant(name, satwp<Pairs, Outputs, Slots, TR, OutRows>, TR, 1, (2 * Pairs + Outputs) * 32, sizeof(ws_smem<Slots, Outputs, TR>), Outputs);
 }
 
-//   canopy-sat-warp-tiles [--small] [--variants k1,k2,...|all]
-// Without --variants: the session-12 set (keys marked * below); "all" runs every variant.
+//   canopy-sat-warp-tiles [--small] [--width W] [--pace R1,R2,...] [--pace-burst rows] [--desc-hint 0|1|2]
+//                         [--variants k1,k2,...|all]
+// Without --variants: the session-12 set (keys marked * below); "all" runs every variant. --pace
+// runs each chosen variant once per value.
 int main(int argc, char** argv) {
   struct variant { const char* key; bool standard; void (*run)(); };
   // <RW, CW, Direct, ColumnsFirst, TR>: look-back windows (predecessors read per round) for rows
@@ -603,18 +777,44 @@ int main(int argc, char** argv) {
       {"wp32r2", false, [] { run_wp<5, 5, 11, 32, 2>(); }},
       // Diagnostics (tables wrong by design, not checked): every look-back skipped, the ceiling of
       // the structure without them; and the same in raster tile order.
+      // SM-specialised: fronts on their own SMs (session 13).
+      {"split12", false, [] { run_split<12, 12, 12>(); }},
+      {"split16", false, [] { run_split<12, 12, 16>(); }},
+      {"split24", false, [] { run_split<12, 12, 24>(); }},
+      {"split32", false, [] { run_split<12, 12, 32>(); }},
+      {"split48", false, [] { run_split<12, 12, 48>(); }},
+      {"split64", false, [] { run_split<12, 12, 64>(); }},
       {"ws32-nolb", true, [] { run_ws<5, 6, 10, 32, 1, 1>(); }},
-      {"ws32-nolb-raster", true, [] { run_ws<5, 6, 10, 32, 1, 2>(); }},
+      {"ws32-nolb-raster", true, [] { run_ws<5, 6, 10, 32, 1, 3>(); }},
+      {"ws32-nolb-nopub", false, [] { run_ws<5, 6, 10, 32, 1, 5>(); }},
+      {"ws32-nolb-nopub-raster", false, [] { run_ws<5, 6, 10, 32, 1, 7>(); }},
+      {"ws64r2-nolb-nopub", false, [] { run_ws<4, 4, 6, 64, 2, 5>(); }},
       {"ws32o16-nolb", true, [] { run_ws<6, 16, 9, 32, 1, 1>(); }},
       {"ws64r2-nolb", true, [] { run_ws<4, 4, 6, 64, 2, 1>(); }},
   };
   std::string only;  // --variants k1,k2: run only these
+  std::vector<double> paces = {0.0};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--small") small_only = true;
     else if (a == "--variants" && i + 1 < argc) only = "," + std::string(argv[++i]) + ",";
+    else if (a == "--width" && i + 1 < argc && (only_width = std::atoi(argv[++i])) > 0) {}
+    else if (a == "--pace" && i + 1 < argc) {
+      paces.clear();
+      for (std::string l = argv[++i]; !l.empty();) {
+        const size_t c = l.find(',');
+        const std::string v = l.substr(0, c);
+        char* end = nullptr;
+        paces.push_back(std::strtod(v.c_str(), &end));
+        if (v.empty() || *end != '\0') paces.push_back(-1.0);  // not a number: rejected below
+        l = c == std::string::npos ? "" : l.substr(c + 1);
+      }
+      if (paces.empty() || *std::min_element(paces.begin(), paces.end()) < 0) { std::printf("canopy-sat-warp-tiles: --pace wants TB/s values >= 0 (0: unpaced)\n"); return 2; }
+    } else if (a == "--desc-hint" && i + 1 < argc && (desc_hint = std::atoi(argv[++i])) >= 0 && desc_hint <= 2) {
+    } else if (a == "--pace-burst" && i + 1 < argc && (pace_burst_rows = std::atoi(argv[++i])) > 0) {}
     else {
-      std::printf("usage: canopy-sat-warp-tiles [--small] [--variants k1,k2,...|all]; keys (* = run by default):");
+      std::printf("usage: canopy-sat-warp-tiles [--small] [--width W] [--pace R1,R2,...] [--pace-burst rows] [--desc-hint 0|1|2] [--variants k1,k2,...|all]\n"
+                  "  --pace: TB/s of table stores over the GPU for the warp-specialised kernels' output warps (0: unpaced)\n  keys (* = run by default):");
       for (const variant& v : variants) std::printf(" %s%s", v.key, v.standard ? "*" : "");
       std::printf("\n");
       return 2;
@@ -629,8 +829,11 @@ int main(int argc, char** argv) {
   for (const variant& v : variants) {
     const bool want = only.empty() ? v.standard : only == ",all," || only.find("," + std::string(v.key) + ",") != std::string::npos;
     if (!want) continue;
-    std::printf("[%s] ", v.key);
-    v.run();
+    for (const double p : paces) {
+      pace_tbps = p;
+      std::printf("[%s] ", v.key);
+      v.run();
+    }
     ++ran;
   }
   if (ran == 0) {
