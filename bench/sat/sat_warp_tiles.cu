@@ -92,6 +92,43 @@ __device__ __forceinline__ void stamp(const params& q, int i, long long& tk) {
   if (q.stamps && (threadIdx.x & 31) == 0) atomicAdd(q.stamps + i, clock64() - tk), tk = clock64();
 }
 
+// Addresses of the descriptor words a lane's look-backs read: element e of predecessor k of tile
+// (ti, tj) up its tile column (e = pixel * 4 + channel) or along its tile row (e = h * 4 + channel).
+__device__ __forceinline__ tagged_word* col_word_at(const params& q, int ti, int tj, int k, int e, int lane) {
+  return q.colw + (size_t(ti - 1 - k) * q.TW + tj) * 512 + (e & 3) * 128 + 32 * (e >> 2) + lane;
+}
+template <int H>
+__device__ __forceinline__ tagged_word* row_word_at(const params& q, int ti, int tj, int k, int e, int lane) {
+  return q.roww + (size_t(ti) * q.TW + tj - 1 - k) * (4 * 32 * H) + (e & 3) * 32 * H + 32 * (e >> 2) + lane;
+}
+
+// A lane's starting column values for tile_output: corner + column carry of its pixel k, channel c.
+__device__ __forceinline__ void starting_columns(const uint32_t (&corner)[4], const uint32_t (&ccar)[16], uint32_t (&run)[4][4]) {
+#pragma unroll
+  for (int k = 0; k < 4; ++k)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) run[k][c] = corner[c] + ccar[k * 4 + c];
+}
+
+// Cumulative row carries (warp scan of the row carries L, lane = row, rows lane + 32 h) into
+// cum_out[0..32 H); ctot = their totals per channel (a tile's corner aggregate).
+template <int H>
+__device__ __forceinline__ void cumulative_row_carries(const uint32_t (&L)[4 * H], int lane, uint4* cum_out, uint32_t (&ctot)[4]) {
+#pragma unroll
+  for (int c = 0; c < 4; ++c) ctot[c] = 0;
+#pragma unroll
+  for (int h = 0; h < H; ++h) {
+    uint32_t cum[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const uint32_t x = warp_inclusive_sum(L[h * 4 + c], lane);
+      cum[c] = x + ctot[c];
+      ctot[c] += __shfl_sync(~0u, x, 31);
+    }
+    cum_out[32 * h + lane] = make_uint4(cum[0], cum[1], cum[2], cum[3]);
+  }
+}
+
 // One warp's front half of a tile: copy the image into img, publish the row and column sums, look
 // back left (rows), up (columns) and up the tile column (corner), publish the inclusive words.
 // Leaves the cumulative row carries in cum_out[0..TR) and, per lane, the column carries of its 4 px
@@ -182,8 +219,7 @@ __device__ __forceinline__ void tile_front(const params& q, int ti, int tj, int 
   auto column_look_back = [&] {
     if (ti == 0 || NoLookBack) return;
     ks::lane_look_back_tagged<CW, 16>(
-        ti, q.epoch, [&](int k, int e) { return q.colw + (size_t(ti - 1 - k) * q.TW + tj) * 512 + (e & 3) * 128 + 32 * (e >> 2) + lane; },
-        ccar);
+        ti, q.epoch, [&](int k, int e) { return col_word_at(q, ti, tj, k, e, lane); }, ccar);
     if (below)
 #pragma unroll
       for (int c = 0; c < 4; ++c)
@@ -201,25 +237,15 @@ __device__ __forceinline__ void tile_front(const params& q, int ti, int tj, int 
     if (tj > 0 && !NoLookBack) {
       ks::lane_look_back_tagged<RW, 4 * H>(
           tj, q.epoch,
-          [&](int k, int e) { return q.roww + (size_t(ti) * q.TW + tj - 1 - k) * RowWords + (e & 3) * 32 * H + 32 * (e >> 2) + lane; }, L);
+          [&](int k, int e) { return row_word_at<H>(q, ti, tj, k, e, lane); }, L);
       if (right)
         for (int h = 0; h < H; ++h)
           for (int c = 0; c < 4; ++c) publish(q, rw + c * 32 * H + 32 * h + lane, ks::flag_inclusive, L[h * 4 + c] + rs[h][c]);
     }
     stamp(q, 2, tk);
     // corner aggregate = total of the row carries; cumulative row carries for the output
-    uint32_t ctot[4] = {0, 0, 0, 0};
-#pragma unroll
-    for (int h = 0; h < H; ++h) {
-      uint32_t cum[4];
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const uint32_t x = warp_inclusive_sum(L[h * 4 + c], lane);
-        cum[c] = x + ctot[c];
-        ctot[c] += __shfl_sync(~0u, x, 31);
-      }
-      cum_out[32 * h + lane] = make_uint4(cum[0], cum[1], cum[2], cum[3]);
-    }
+    uint32_t ctot[4];
+    cumulative_row_carries<H>(L, lane, cum_out, ctot);
     if (!ColumnsFirst && Part == 0) column_look_back();
     if (Part == 0) stamp(q, 3, tk);
     // Corner: aggregate = the total of the row carries, looked back up the tile column (the first
@@ -319,10 +345,7 @@ __global__ void __launch_bounds__(kWarps * 32) satw(params q) {
     uint32_t ccar[16], corner[4];
     tile_front<RW, CW, ColumnsFirst, TR>(q, ti, tj, rows, S.img, S.cum, ccar, corner, pol, tk, [] { __syncwarp(); });
     uint32_t run[4][4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) run[k][c] = corner[c] + ccar[k * 4 + c];
+    starting_columns(corner, ccar, run);
     tile_output<Direct, TR>(q, ti, tj, rows, S.img, S.cum, run, S.stage, pol, tk);
   }
 }
@@ -529,32 +552,19 @@ template <int TR>
 __device__ __forceinline__ void tile_carries(const params& q, int ti, int tj, uint4* cum_out, uint32_t (&ccar)[16], uint32_t (&corner)[4]) {
   const int lane = threadIdx.x & 31;
   constexpr int H = TR > 32 ? TR / 32 : 1;
-  constexpr int RowWords = 4 * 32 * H;
 #pragma unroll
   for (int e = 0; e < 16; ++e) ccar[e] = 0;
   if (ti > 0)
     ks::lane_look_back_tagged<1, 16>(
-        ti, q.epoch, [&](int k, int e) { return q.colw + (size_t(ti - 1 - k) * q.TW + tj) * 512 + (e & 3) * 128 + 32 * (e >> 2) + lane; },
-        ccar);
+        ti, q.epoch, [&](int k, int e) { return col_word_at(q, ti, tj, k, e, lane); }, ccar);
   uint32_t L[4 * H];
 #pragma unroll
   for (int e = 0; e < 4 * H; ++e) L[e] = 0;
   if (tj > 0)
     ks::lane_look_back_tagged<1, 4 * H>(
-        tj, q.epoch, [&](int k, int e) { return q.roww + (size_t(ti) * q.TW + tj - 1 - k) * RowWords + (e & 3) * 32 * H + 32 * (e >> 2) + lane; },
-        L);
-  uint32_t ctot[4] = {0, 0, 0, 0};
-#pragma unroll
-  for (int h = 0; h < H; ++h) {
-    uint32_t cum[4];
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const uint32_t x = warp_inclusive_sum(L[h * 4 + c], lane);
-      cum[c] = x + ctot[c];
-      ctot[c] += __shfl_sync(~0u, x, 31);
-    }
-    cum_out[32 * h + lane] = make_uint4(cum[0], cum[1], cum[2], cum[3]);
-  }
+        tj, q.epoch, [&](int k, int e) { return row_word_at<H>(q, ti, tj, k, e, lane); }, L);
+  uint32_t ctot[4];
+  cumulative_row_carries<H>(L, lane, cum_out, ctot);
 #pragma unroll
   for (int c = 0; c < 4; ++c) corner[c] = 0;
   if (ti > 0 && tj > 0)
@@ -614,10 +624,7 @@ __global__ void __launch_bounds__(32 * (FWarps > OWarps ? FWarps : OWarps), 1) s
     async_wait<0>();
     __syncwarp();
     uint32_t run[4][4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) run[k][c] = corner[c] + ccar[k * 4 + c];
+    starting_columns(corner, ccar, run);
     tile_output<false, TR>(q, ti, tj, rows, S.img, S.cum, run, S.stage, pol, tk);
     __syncwarp();
   }
