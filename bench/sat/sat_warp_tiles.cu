@@ -136,13 +136,14 @@ __device__ __forceinline__ void cumulative_row_carries(const uint32_t (&L)[4 * H
 // Part: 0 all of it; 1 the rows and the corner, 2 the columns, for two warps sharing a tile (each
 // copies every other image row; sync() must then be a barrier of both warps).
 // Diag (diagnostic, the table is wrong): 1 takes every carry as zero (no look-backs); 2 also
-// publishes no descriptor words (what the words' own traffic costs).
+// publishes no descriptor words (what the words' own traffic costs); Diag >= 16 publishes them
+// into a ring of Diag tiles' words (tile index mod Diag) instead: their cost if they stay in L2.
 template <int RW, int CW, bool ColumnsFirst, int TR, int Part = 0, int Diag = 0, class Sync>
 __device__ __forceinline__ void tile_front(const params& q, int ti, int tj, int rows, uint4 (*img)[32], uint4* cum_out,
                                            uint32_t (&ccar)[16], uint32_t (&corner)[4], uint64_t pol, long long& tk, Sync sync) {
   const int lane = threadIdx.x & 31;
   const int y0 = ti * TR, x0 = tj * 128;
-  const unsigned tile = unsigned(ti) * q.TW + tj;
+  const unsigned tile = Diag >= 16 ? (unsigned(ti) * q.TW + tj) % unsigned(Diag) : unsigned(ti) * q.TW + tj;
   const size_t stride = size_t(q.w) / 4;  // uint4 per image row
   const uint4* src = reinterpret_cast<const uint4*>(q.img + size_t(y0) * q.w + x0) + lane;
   for (int r = Part == 2 ? 1 : 0; r < rows; r += Part == 0 ? 1 : 2) copy16_async(&img[r][lane], src + r * stride, pol);
@@ -200,7 +201,7 @@ __device__ __forceinline__ void tile_front(const params& q, int ti, int tj, int 
   tagged_word* rw = q.roww + size_t(tile) * RowWords;
   tagged_word* cw = q.colw + size_t(tile) * 512;
   tagged_word* kw = q.cornw + size_t(tile) * 4;
-  constexpr bool NoLookBack = Diag != 0, Publish = Diag < 2;
+  constexpr bool NoLookBack = Diag != 0, Publish = Diag != 2;
   if (Publish && Part != 2 && right)
     for (int h = 0; h < H; ++h)
       for (int c = 0; c < 4; ++c)
@@ -463,7 +464,7 @@ __device__ __forceinline__ void ws_output_loop(const params& q, Smem& S, int o, 
 }
 
 // NoLookBack (diagnostic, bits): 1 skips the look-backs, 2 also takes the tiles in raster order,
-// 4 also publishes no descriptor words.
+// 4 also publishes no descriptor words; 8 publishes them into a ring of 256 tiles' words.
 template <int Owners, int Outputs, int Slots, int TR, int OutRows = 1, int NoLookBack = 0>
 __global__ void __launch_bounds__((Owners + Outputs) * 32, 1) satws(params q) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -485,7 +486,7 @@ __global__ void __launch_bounds__((Owners + Outputs) * 32, 1) satws(params q) {
       }
       tk = clock64();
       uint32_t ccar[16], corner[4];
-      tile_front<1, 1, false, TR, 0, (NoLookBack & 4) ? 2 : NoLookBack ? 1 : 0>(q, ti, tj, rows, sl.img, sl.cum, ccar, corner, pol, tk, [] { __syncwarp(); });
+      tile_front<1, 1, false, TR, 0, (NoLookBack & 4) ? 2 : (NoLookBack & 8) ? 256 : NoLookBack ? 1 : 0>(q, ti, tj, rows, sl.img, sl.cum, ccar, corner, pol, tk, [] { __syncwarp(); });
       ws_hand_over(sl, ti, tj, rows, corner, ccar);
     }
     if (lane == 0) { __threadfence_block(); atomicAdd(&S.owners_done, 1); }
@@ -724,6 +725,7 @@ void run_ws() {
   char name[200];
   std::snprintf(name, sizeof name, "warp-specialised: %d-row tiles, %d owner warps, %d output warps (%d rows a step), %d tile slots, 1 block per SM%s", TR,
                 Owners, Outputs, OutRows, Slots, !NoLookBack ? "" : NoLookBack & 4 ? ", NO LOOK-BACKS, NO DESCRIPTOR WORDS (diagnostic, table not checked)"
+                : NoLookBack & 8 ? ", NO LOOK-BACKS, DESCRIPTOR WORDS IN A RING OF 256 TILES (diagnostic, table not checked)"
                 : NoLookBack & 2 ? ", NO LOOK-BACKS, RASTER ORDER (diagnostic, table not checked)" : ", NO LOOK-BACKS (diagnostic, table not checked)");
   checked = !NoLookBack;
   run_variant(name, satws<Owners, Outputs, Slots, TR, OutRows, NoLookBack>, TR, 1, (Owners + Outputs) * 32, sizeof(ws_smem<Slots, Outputs, TR>), Outputs);
@@ -796,6 +798,7 @@ int main(int argc, char** argv) {
       {"ws32-nolb-nopub", false, [] { run_ws<5, 6, 10, 32, 1, 5>(); }},
       {"ws32-nolb-nopub-raster", false, [] { run_ws<5, 6, 10, 32, 1, 7>(); }},
       {"ws64r2-nolb-nopub", false, [] { run_ws<4, 4, 6, 64, 2, 5>(); }},
+      {"ws32-nolb-ring", false, [] { run_ws<5, 6, 10, 32, 1, 9>(); }},
       {"ws32o16-nolb", true, [] { run_ws<6, 16, 9, 32, 1, 1>(); }},
       {"ws64r2-nolb", true, [] { run_ws<4, 4, 6, 64, 2, 1>(); }},
   };
