@@ -221,10 +221,16 @@ enum class look_back_protocol { flags, tagged };
 //    allocation and before the 30-bit epoch wraps.
 using tagged_word = unsigned long long;
 
+//! The tagged word {v, epoch x 4 + status}.
+template <class Table>
+__host__ __device__ __forceinline__ tagged_word make_tagged(unsigned epoch, unsigned status, Table v) {
+  static_assert(sizeof(Table) == 4, "tagged descriptors hold 4-byte values");
+  return (tagged_word((epoch << 2) | status) << 32) | tagged_word(reinterpret_cast<const unsigned&>(v));
+}
+
 template <class Table>
 __device__ __forceinline__ void store_tagged(tagged_word* p, unsigned epoch, unsigned status, Table v) {
-  static_assert(sizeof(Table) == 4, "tagged descriptors hold 4-byte values");
-  const tagged_word w = (tagged_word((epoch << 2) | status) << 32) | tagged_word(reinterpret_cast<const unsigned&>(v));
+  const tagged_word w = make_tagged(epoch, status, v);
   asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(w) : "memory");
 }
 
