@@ -28,6 +28,8 @@
 
 #include <cuda_runtime.h>
 
+#include "sat_proto_common.cuh"
+
 #define LAT_CHECK(x)                                                                      \
   do {                                                                                    \
     const cudaError_t e_ = (x);                                                           \
@@ -187,39 +189,24 @@ __global__ void __launch_bounds__(kStoreWarps * 32, 1) probe_kernel(probe_params
 // issues between two looks at the stop flag (8, 16, ... 256; default 8): larger B, a little more
 // store pressure (the flag read is an L2 round trip of its own).
 int main(int argc, char** argv) {
+  const char* program = "canopy-sat-l2-latency";
   int probes = 3000, batch = 8;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto number = [&](long lo, long hi, int& out) {
-      char* end = nullptr;
-      const long v = std::strtol(argv[i], &end, 10);
-      if (!end || *end || v < lo || v > hi) {
-        std::printf("canopy-sat-l2-latency: %s wants a number from %ld to %ld, got '%s'\n", a.c_str(), lo, hi, argv[i]);
-        return false;
-      }
-      out = int(v);
-      return true;
-    };
-    if (a == "--probes" && i + 1 < argc) {
-      ++i;
-      if (!number(10, 1000000, probes)) return 2;
-    } else if (a == "--batch" && i + 1 < argc) {
-      ++i;
-      if (!number(8, 256, batch)) return 2;
-      if (batch % 8) {
-        std::printf("canopy-sat-l2-latency: --batch wants a multiple of 8, got %d\n", batch);
-        return 2;
-      }
-    } else {
-      std::printf("usage: canopy-sat-l2-latency [--probes N] [--batch B]\n");
-      return 2;
+  try {
+    canopy_bench::command_line cl(argc, argv, program);
+    while (cl.next()) {
+      if (cl.is("--probes")) probes = cl.int_value(10, 1000000);
+      else if (cl.is("--batch")) {
+        batch = cl.int_value(8, 256);
+        if (batch % 8) throw canopy_bench::bad_flag(std::string(program) + ": argument '--batch': " + std::to_string(batch) + " is not a multiple of 8");
+      } else cl.refuse_unknown();
     }
+  } catch (const canopy_bench::bad_flag& e) {
+    std::printf("%s\nusage: %s [--probes N] [--batch B]\n", e.what(), program);
+    return canopy_bench::exit_bad_command_line;
   }
+  if (!sat_proto::cuda_device_present(program)) return 77;
   int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) {
-    std::printf("canopy-sat-l2-latency: no CUDA device\n");
-    return 77;
-  }
+  LAT_CHECK(cudaGetDevice(&device));
   cudaDeviceProp prop{};
   LAT_CHECK(cudaGetDeviceProperties(&prop, device));
   const bool sm90 = prop.major >= 9;

@@ -95,6 +95,14 @@ __device__ __forceinline__ void row_scan_rgba8(uint4 unit, int lane, std::uint32
   xGA -= sGA;
 }
 
+//! Whether a CUDA device can be used; if not, says so as `program` (the caller exits 77: skipped).
+inline bool cuda_device_present(const char* program) {
+  int device = 0;
+  if (cudaGetDevice(&device) == cudaSuccess && cudaFree(nullptr) == cudaSuccess) return true;
+  std::printf("%s: no CUDA device\n", program);
+  return false;
+}
+
 //! Median microseconds of f() on the default stream: canopy_bench::median_ms_on_stream (3 warm-ups,
 //! 25 CUDA-event runs behind the stream hold, so the GPU's work is timed, not the host's enqueue).
 template <class F>

@@ -236,15 +236,24 @@ __global__ void readsum(const uint4* p, size_t n, uint32_t* out) {
 // --small runs the odd sizes only (for compute-sanitizer).
 // --persist-l2 sets cudaLimitPersistingL2CacheSize first (device-wide; measured once, docs/sat.md).
 int main(int argc, char** argv) {
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) {
-    std::printf("canopy-sat-staged: no CUDA device\n");
-    return 77;
+  const char* program = "canopy-sat-staged";
+  bool small_only = false;
+  int persist_mb = -1;
+  try {
+    canopy_bench::command_line cl(argc, argv, program);
+    while (cl.next()) {
+      if (cl.is("--small")) small_only = true;
+      else if (cl.is("--persist-l2")) persist_mb = cl.int_value(0, 1 << 16);
+      else cl.refuse_unknown();
+    }
+  } catch (const canopy_bench::bad_flag& e) {
+    std::printf("%s\nusage: %s [--persist-l2 MB | --small]\n", e.what(), program);
+    return canopy_bench::exit_bad_command_line;
   }
+  if (!cuda_device_present(program)) return 77;
   bool all_ok = true;
-  const bool small_only = argc == 2 && std::string(argv[1]) == "--small";
-  if (argc == 3 && std::string(argv[1]) == "--persist-l2") {
-    const size_t mb = size_t(std::strtoul(argv[2], nullptr, 10)) << 20;
+  if (persist_mb >= 0) {
+    const size_t mb = size_t(persist_mb) << 20;
     CK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, mb));
     size_t got = 0; cudaDeviceGetLimit(&got, cudaLimitPersistingL2CacheSize);
     int l2 = 0, maxp = 0; cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0); cudaDeviceGetAttribute(&maxp, cudaDevAttrMaxPersistingL2CacheSize, 0);

@@ -39,8 +39,8 @@
 // phase: where a warp's tile time goes (in the warp-specialised kernels: owners' phases 0-4,
 // output warps' phase 5). Results: docs/sat.md, "Other decompositions (session 11)" and
 // "Warp-specialised tiles (session 12)". Exits 1 if any checked table is wrong. --small runs the
-// odd sizes only (for compute-sanitizer); --variants picks variants; the usage line (any other
-// argument) lists the options.
+// odd sizes only (for compute-sanitizer); --variants picks variants; the usage line (printed with
+// any refused argument) lists the options.
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -80,7 +80,7 @@ struct params {
 // A tagged descriptor word (ks::store_tagged's encoding), with the L2 policy q.desc_hint asks for.
 __device__ __forceinline__ void publish(const params& q, tagged_word* p, unsigned status, uint32_t v) {
   if (q.desc_hint == 0) return ks::store_tagged(p, q.epoch, status, v);
-  const tagged_word w = (tagged_word((q.epoch << 2) | status) << 32) | tagged_word(v);
+  const tagged_word w = ks::make_tagged(q.epoch, status, v);
   const uint64_t pol = q.desc_hint == 1 ? policy_evict_last() : policy_evict_first();
   asm volatile("st.relaxed.gpu.global.L2::cache_hint.u64 [%0], %1, %2;" ::"l"(p), "l"(w), "l"(pol) : "memory");
 }
@@ -93,9 +93,13 @@ __device__ __forceinline__ void stamp(const params& q, int i, long long& tk) {
 }
 
 // Addresses of the descriptor words a lane's look-backs read: element e of predecessor k of tile
-// (ti, tj) up its tile column (e = pixel * 4 + channel) or along its tile row (e = h * 4 + channel).
+// (ti, tj) up its tile column (e = pixel * 4 + channel) or along its tile row (e = h * 4 + channel),
+// and the 4 corner words of predecessor k up the tile column.
 __device__ __forceinline__ tagged_word* col_word_at(const params& q, int ti, int tj, int k, int e, int lane) {
   return q.colw + (size_t(ti - 1 - k) * q.TW + tj) * 512 + (e & 3) * 128 + 32 * (e >> 2) + lane;
+}
+__device__ __forceinline__ tagged_word* corner_words_at(const params& q, int ti, int tj, int k) {
+  return q.cornw + (size_t(ti - 1 - k) * q.TW + tj) * 4;
 }
 template <int H>
 __device__ __forceinline__ tagged_word* row_word_at(const params& q, int ti, int tj, int k, int e, int lane) {
@@ -258,7 +262,7 @@ __device__ __forceinline__ void tile_front(const params& q, int ti, int tj, int 
       for (int c = 0; c < 4; ++c)
         publish(q, kw + c, corner_look_back ? ks::flag_aggregate : ks::flag_inclusive, ctot[c]);
     if (corner_look_back && !NoLookBack) {
-      ks::warp_look_back_tagged<true, 4>(ti, q.epoch, [&](int k) { return q.cornw + (size_t(ti - 1 - k) * q.TW + tj) * 4; }, corner);
+      ks::warp_look_back_tagged<true, 4>(ti, q.epoch, [&](int k) { return corner_words_at(q, ti, tj, k); }, corner);
       if (below && lane == 0)
         for (int c = 0; c < 4; ++c) publish(q, kw + c, ks::flag_inclusive, corner[c] + ctot[c]);
     }
@@ -569,7 +573,7 @@ __device__ __forceinline__ void tile_carries(const params& q, int ti, int tj, ui
 #pragma unroll
   for (int c = 0; c < 4; ++c) corner[c] = 0;
   if (ti > 0 && tj > 0)
-    ks::warp_look_back_tagged<true, 4>(ti, q.epoch, [&](int k) { return q.cornw + (size_t(ti - 1 - k) * q.TW + tj) * 4; }, corner);
+    ks::warp_look_back_tagged<true, 4>(ti, q.epoch, [&](int k) { return corner_words_at(q, ti, tj, k); }, corner);
   __syncwarp();
 }
 
@@ -802,53 +806,48 @@ int main(int argc, char** argv) {
       {"ws32o16-nolb", true, [] { run_ws<6, 16, 9, 32, 1, 1>(); }},
       {"ws64r2-nolb", true, [] { run_ws<4, 4, 6, 64, 2, 1>(); }},
   };
-  std::string only;  // --variants k1,k2: run only these
+  const char* program = "canopy-sat-warp-tiles";
+  std::vector<std::string> keys = {"all"};
+  for (const variant& v : variants) keys.push_back(v.key);
+  std::vector<std::string> only;  // --variants k1,k2: run only these
   std::vector<double> paces = {0.0};
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--small") small_only = true;
-    else if (a == "--variants" && i + 1 < argc) only = "," + std::string(argv[++i]) + ",";
-    else if (a == "--width" && i + 1 < argc && (only_width = std::atoi(argv[++i])) > 0) {}
-    else if (a == "--pace" && i + 1 < argc) {
-      paces.clear();
-      for (std::string l = argv[++i]; !l.empty();) {
-        const size_t c = l.find(',');
-        const std::string v = l.substr(0, c);
-        char* end = nullptr;
-        paces.push_back(std::strtod(v.c_str(), &end));
-        if (v.empty() || *end != '\0') paces.push_back(-1.0);  // not a number: rejected below
-        l = c == std::string::npos ? "" : l.substr(c + 1);
-      }
-      if (paces.empty() || *std::min_element(paces.begin(), paces.end()) < 0) { std::printf("canopy-sat-warp-tiles: --pace wants TB/s values >= 0 (0: unpaced)\n"); return 2; }
-    } else if (a == "--desc-hint" && i + 1 < argc && (desc_hint = std::atoi(argv[++i])) >= 0 && desc_hint <= 2) {
-    } else if (a == "--pace-burst" && i + 1 < argc && (pace_burst_rows = std::atoi(argv[++i])) > 0) {}
-    else {
-      std::printf("usage: canopy-sat-warp-tiles [--small] [--width W] [--pace R1,R2,...] [--pace-burst rows] [--desc-hint 0|1|2] [--variants k1,k2,...|all]\n"
-                  "  --pace: TB/s of table stores over the GPU for the warp-specialised kernels' output warps (0: unpaced)\n  keys (* = run by default):");
-      for (const variant& v : variants) std::printf(" %s%s", v.key, v.standard ? "*" : "");
-      std::printf("\n");
-      return 2;
+  try {
+    canopy_bench::command_line cl(argc, argv, program);
+    while (cl.next()) {
+      if (cl.is("--small")) small_only = true;
+      else if (cl.is("--variants")) only = canopy_bench::parse_name_list(cl.value(), program, "--variants", keys);
+      else if (cl.is("--width")) only_width = cl.int_value(128);
+      else if (cl.is("--desc-hint")) desc_hint = cl.int_value(0, 2);
+      else if (cl.is("--pace-burst")) pace_burst_rows = cl.int_value(1);
+      else if (cl.is("--pace")) {
+        paces.clear();
+        for (const std::string& item : canopy_bench::split_list(cl.value())) {
+          char* end = nullptr;
+          const double r = std::strtod(item.c_str(), &end);
+          if (*end != '\0' || !(r >= 0))
+            throw canopy_bench::bad_flag(std::string(program) + ": argument '--pace': '" + item + "' is not a rate >= 0 (TB/s, 0: unpaced)");
+          paces.push_back(r);
+        }
+        if (paces.empty()) throw canopy_bench::bad_flag(std::string(program) + ": argument '--pace': no rate given");
+      } else cl.refuse_unknown();
     }
+  } catch (const canopy_bench::bad_flag& e) {
+    std::printf("%s\nusage: %s [--small] [--width W] [--pace R1,R2,...] [--pace-burst rows] [--desc-hint 0|1|2] [--variants k1,k2,...|all]\n"
+                "  --pace: TB/s of table stores over the GPU for the warp-specialised kernels' output warps (0: unpaced)\n  keys (* = run by default):",
+                e.what(), program);
+    for (const variant& v : variants) std::printf(" %s%s", v.key, v.standard ? "*" : "");
+    std::printf("\n");
+    return canopy_bench::exit_bad_command_line;
   }
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) {
-    std::printf("canopy-sat-warp-tiles: no CUDA device\n");
-    return 77;
-  }
-  int ran = 0;
+  if (!cuda_device_present(program)) return 77;
   for (const variant& v : variants) {
-    const bool want = only.empty() ? v.standard : only == ",all," || only.find("," + std::string(v.key) + ",") != std::string::npos;
+    const bool want = only.empty() ? v.standard : canopy_bench::listed(only, "all") || canopy_bench::listed(only, v.key);
     if (!want) continue;
     for (const double p : paces) {
       pace_tbps = p;
       std::printf("[%s] ", v.key);
       v.run();
     }
-    ++ran;
-  }
-  if (ran == 0) {
-    std::printf("canopy-sat-warp-tiles: no variant matches '%s'\n", only.c_str());
-    return 2;
   }
   std::printf("canopy-sat-warp-tiles: %s\n", all_ok ? "ok" : "FAILED (tables differ from the reference)");
   return all_ok ? 0 : 1;
