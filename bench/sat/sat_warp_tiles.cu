@@ -32,6 +32,11 @@
 // --desc-hint (descriptor words stored with an L2 evict_last / evict_first policy), column words
 // laid out so each store instruction writes 256 contiguous bytes, and SM-specialised tiles
 // (satsplit: fronts on their own SMs, back halves on the others), --width to time one size.
+// Session 14 added, all measured and none taken (docs/sat.md, "Aggregates ahead and resolver SMs"):
+// satahead (front warps publish every tile's aggregates a lag ahead of the owners, from a first
+// read of the image; owners only look back, --lag; LateSlot: owners take a tile slot only after
+// their look-backs) and satres (the look-backs on a few resolver SMs that store nothing,
+// --resolvers; owners read finished carries).
 // Every table is checked exactly against a CPU reference (odd heights, 1080p, 4K, 8K; widths are
 // multiples of 128, the only case this prototype handles), timed (canopy_bench::median_ms_on_stream:
 // 25 held-stream CUDA-event runs after 3 warm-ups, counter memset included) against a
@@ -75,6 +80,7 @@ struct params {
   long long pace, pace_burst;
   int front_blocks;  // satsplit: blocks 0..front_blocks-1 run front halves, the others back halves
   int desc_hint;     // descriptor words stored with an L2 policy: 0 none, 1 evict_last, 2 evict_first
+  int lag;  // satahead: how many tiles (claim order) the fronts may run ahead of the owners' claims
 };
 
 // A tagged descriptor word (ks::store_tagged's encoding), with the L2 policy q.desc_hint asks for.
@@ -635,6 +641,354 @@ __global__ void __launch_bounds__(32 * (FWarps > OWarps ? FWarps : OWarps), 1) s
   }
 }
 
+// Aggregates ahead (session 14): "front" warps compute every tile's aggregates a bounded lag
+// ahead of the owners, from a first read of the image (cp.async into the front's own 16 KB, L2
+// evict_last), so that an owner's row and column look-backs never wait for a predecessor's
+// aggregate, only walk to its nearest inclusive word. A front publishes the 32 row sums (row
+// words) and the in-strip prefix of the column sums (column words), as aggregates (inclusive on
+// the first tile column / row). Owners (one per tile slot, as in satws) no longer sum anything:
+// they start the image copy into the slot (the second read, meant to come from L2, evict_first),
+// read their own aggregate words back, run the row look-back, publish the corner aggregate (the
+// total of the row carries), run the column and corner look-backs, publish the inclusive words,
+// and hand the slot over to the output warps (ws_output_loop, unchanged). A front claims tile f
+// (claim order, its own counter) only once the owners have claimed more than f - lag tiles.
+// Deadlock-free with every block resident: fronts wait only on owner claims; owners on fronts of
+// tiles they or their predecessors hold (which the lag always admits) and on earlier owners.
+template <int TR>
+__device__ __forceinline__ void tile_aggregates(const params& q, int ti, int tj, int rows, uint4 (*img)[32], uint64_t pol) {
+  static_assert(TR == 32, "one row a lane");
+  const int lane = threadIdx.x & 31;
+  const size_t stride = size_t(q.w) / 4;
+  const uint4* src = reinterpret_cast<const uint4*>(q.img + size_t(ti) * TR * q.w + size_t(tj) * 128) + lane;
+  // the whole 16 KB in flight at once (one round trip), into the front's own shared memory
+  for (int r = 0; r < rows; ++r) copy16_async(&img[r][lane], src + size_t(r) * stride, pol);
+  canopy::detail::sat::cp_async_commit();
+  async_wait<0>();
+  __syncwarp();
+  uint32_t cRB[4] = {0, 0, 0, 0}, cGA[4] = {0, 0, 0, 0}, myRB = 0, myGA = 0;
+  for (int r = 0; r < rows; ++r) {  // column sums: the lane's own 4 px
+    const uint4 v = img[r][lane];
+    const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) { cRB[k] += w4[k] & 0x00FF00FFu; cGA[k] += (w4[k] >> 8) & 0x00FF00FFu; }
+  }
+  if (lane < rows) {  // row sums: lane r sums row r (rotated reads: no bank conflicts)
+#pragma unroll 8
+    for (int j = 0; j < 32; ++j) {
+      const uint4 v = img[lane][(j + lane) & 31];
+      const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int k = 0; k < 4; ++k) { myRB += w4[k] & 0x00FF00FFu; myGA += (w4[k] >> 8) & 0x00FF00FFu; }
+    }
+  }
+  __syncwarp();  // the reads of img before the next tile's copy into it
+  const uint32_t rs[4] = {myRB & 0xFFFFu, myGA & 0xFFFFu, myRB >> 16, myGA >> 16};
+  uint32_t cagg[4][4];  // [px][c]: in-strip inclusive prefix of the column sums
+  {
+    uint32_t a[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      a[0] += cRB[k] & 0xFFFFu; a[1] += cGA[k] & 0xFFFFu; a[2] += cRB[k] >> 16; a[3] += cGA[k] >> 16;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) cagg[k][c] = a[c];
+    }
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const uint32_t ex = warp_inclusive_sum(a[c], lane) - a[c];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) cagg[k][c] += ex;
+    }
+  }
+  const bool right = tj + 1 < q.TW, below = ti + 1 < q.TH;
+  const size_t tile = size_t(ti) * q.TW + tj;
+  tagged_word* rw = q.roww + tile * 128;
+  tagged_word* cw = q.colw + tile * 512;
+  if (right)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) publish(q, rw + c * 32 + lane, tj == 0 ? ks::flag_inclusive : ks::flag_aggregate, rs[c]);
+  if (below)
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) publish(q, cw + c * 128 + 32 * k + lane, ti == 0 ? ks::flag_inclusive : ks::flag_aggregate, cagg[k][c]);
+}
+
+// Waits until a word this build's front publishes holds a status (it nearly always does already).
+__device__ __forceinline__ uint32_t published_value(const params& q, const tagged_word* p, tagged_word w) {
+  while (ks::tagged_status(w, q.epoch) == 0) w = ks::load_tagged(p);
+  return ks::tagged_value<uint32_t>(w);
+}
+
+// An owner's carries with every aggregate published ahead: the row, column and corner look-backs
+// (windows RW, CW predecessors a round), each followed by its inclusive words (own aggregate read
+// back from the front's words). Leaves what tile_front leaves: cum_out, ccar, corner.
+template <int RW, int CW, bool ColumnsFirst>
+__device__ __forceinline__ void tile_carries_ahead(const params& q, int ti, int tj, uint4* cum_out, uint32_t (&ccar)[16], uint32_t (&corner)[4], long long& tk) {
+  const int lane = threadIdx.x & 31;
+  const bool right = tj + 1 < q.TW, below = ti + 1 < q.TH;
+  const size_t tile = size_t(ti) * q.TW + tj;
+  tagged_word* rw = q.roww + tile * 128;
+  tagged_word* cw = q.colw + tile * 512;
+  tagged_word* kw = q.cornw + tile * 4;
+  // own aggregates, read now, waited for only when the inclusive words need them
+  tagged_word own_r[4], own_c[16];
+  const bool pub_r = right && tj > 0, pub_c = below && ti > 0;
+#pragma unroll
+  for (int c = 0; c < 4; ++c) own_r[c] = pub_r ? ks::load_tagged(rw + c * 32 + lane) : 0;
+#pragma unroll
+  for (int c = 0; c < 4; ++c)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) own_c[k * 4 + c] = pub_c ? ks::load_tagged(cw + c * 128 + 32 * k + lane) : 0;
+  unsigned row_reads = 0, col_reads = 0;  // words lane 0 read in the look-backs (stamps [9], [8])
+  uint32_t L[4] = {0, 0, 0, 0};
+  auto rows_look_back = [&] {
+    if (tj == 0) return;
+    ks::lane_look_back_tagged<RW, 4>(tj, q.epoch, [&](int k, int e) { ++row_reads; return row_word_at<1>(q, ti, tj, k, e, lane); }, L);
+    if (pub_r)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) publish(q, rw + c * 32 + lane, ks::flag_inclusive, L[c] + published_value(q, rw + c * 32 + lane, own_r[c]));
+  };
+  auto columns_look_back = [&] {
+#pragma unroll
+    for (int e = 0; e < 16; ++e) ccar[e] = 0;
+    if (ti == 0) return;
+    ks::lane_look_back_tagged<CW, 16>(ti, q.epoch, [&](int k, int e) { ++col_reads; return col_word_at(q, ti, tj, k, e, lane); }, ccar);
+    if (pub_c)
+#pragma unroll
+      for (int c = 0; c < 4; ++c)
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          tagged_word* p = cw + c * 128 + 32 * k + lane;
+          publish(q, p, ks::flag_inclusive, ccar[k * 4 + c] + published_value(q, p, own_c[k * 4 + c]));
+        }
+  };
+  if (ColumnsFirst) {
+    columns_look_back();
+    stamp(q, 3, tk);
+    rows_look_back();
+    stamp(q, 2, tk);
+  } else {
+    rows_look_back();
+    stamp(q, 2, tk);
+    columns_look_back();
+    stamp(q, 3, tk);
+  }
+  if (q.stamps && lane == 0) atomicAdd(q.stamps + 8, (unsigned long long)col_reads), atomicAdd(q.stamps + 9, (unsigned long long)row_reads);
+  uint32_t ctot[4];
+  cumulative_row_carries<1>(L, lane, cum_out, ctot);
+#pragma unroll
+  for (int c = 0; c < 4; ++c) corner[c] = 0;
+  // corner aggregate = the total of the row carries (published once the row look-back has them)
+  if (below && lane == 0)
+    for (int c = 0; c < 4; ++c) publish(q, kw + c, ti > 0 && tj > 0 ? ks::flag_aggregate : ks::flag_inclusive, ctot[c]);
+  if (ti > 0 && tj > 0) {
+    ks::warp_look_back_tagged<true, 4>(ti, q.epoch, [&](int k) { return corner_words_at(q, ti, tj, k); }, corner);
+    if (below && lane == 0)
+      for (int c = 0; c < 4; ++c) publish(q, kw + c, ks::flag_inclusive, corner[c] + ctot[c]);
+  }
+  __syncwarp();
+  stamp(q, 4, tk);
+}
+
+// Fronts + owners + output warps, one block per SM. Stamps: [0] a front's loads and sums, [1] its
+// words and look-back over the totals, [7] its wait for the lag; [2]-[4] the owners' look-backs,
+// [5] output.
+template <int Fronts, int Slots, int Outputs, int OwnerScratch = 0>
+struct ahead_smem {
+  ws_smem<Slots, Outputs, 32> ws;
+  uint4 front_img[Fronts][32][32];  // each front warp's copy of its tile's image
+  uint4 owner_cum[OwnerScratch > 0 ? OwnerScratch : 1][32];  // LateSlot: cumulative row carries until a slot is free
+};
+// LateSlot: an owner resolves its carries first (cumulative row carries in its own 512 bytes) and
+// takes a tile slot only then, for the image copy and the hand-over: a slot is held for one
+// round trip instead of the whole look-back, so more owners fit than slots.
+template <int Fronts, int Owners, int Outputs, int Slots, int RW = 1, int CW = 1, bool ColumnsFirst = false, bool LateSlot = false>
+__global__ void __launch_bounds__((Fronts + Owners + Outputs) * 32, 1) satahead(params q) {
+  constexpr int TR = 32;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  using smem_t = ws_smem<Slots, Outputs, TR>;
+  using all_t = ahead_smem<Fronts, Slots, Outputs, LateSlot ? Owners : 0>;
+  all_t& A = *reinterpret_cast<all_t*>(smem_raw);
+  smem_t& S = A.ws;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  ws_init<smem_t, Slots>(S);
+  const unsigned tiles = unsigned(q.TW) * unsigned(q.TH);
+  long long tk = clock64();
+  if (warp < Fronts) {
+    const uint64_t pol = policy_evict_last();
+    for (;;) {
+      unsigned f = 0;
+      if (lane == 0) f = atomicAdd(q.counter + 1, 1u);
+      f = __shfl_sync(~0u, f, 0);
+      if (f >= tiles) break;
+      tk = clock64();
+      if (lane == 0)
+        while (f >= ld_relaxed_gpu(q.counter) + unsigned(q.lag)) __nanosleep(100);
+      __syncwarp();
+      stamp(q, 7, tk);
+      const ks::tile_position p = ks::diagonal_tile(f, q.TW, q.TH);
+      tile_aggregates<TR>(q, p.ti, p.tj, min(TR, q.h - p.ti * TR), A.front_img[warp], pol);
+      stamp(q, 1, tk);
+    }
+    return;
+  }
+  if (warp < Fronts + Owners) {
+    const uint64_t pol = policy_evict_first();
+    const size_t stride = size_t(q.w) / 4;
+    for (;;) {
+      int i = -1;
+      if (!LateSlot)
+        while ((i = take_slot<Slots>(S.slot, 0, 3, warp)) < 0) __nanosleep(64);
+      int ti, tj, rows;
+      if (!claim_tile(q, TR, ti, tj, rows)) {
+        if (!LateSlot && lane == 0) st_release_cta(&S.slot[i].state, 0);
+        break;
+      }
+      if (q.stamps && lane == 0) atomicAdd(q.stamps + 6, 1ull);
+      tk = clock64();
+      const uint4* src = reinterpret_cast<const uint4*>(q.img + size_t(ti) * TR * q.w + size_t(tj) * 128) + lane;
+      auto copy_image = [&](ws_slot<TR>& sl) {
+        for (int r = 0; r < rows; ++r) copy16_async(&sl.img[r][lane], src + r * stride, pol);
+        canopy::detail::sat::cp_async_commit();
+      };
+      if (!LateSlot) copy_image(S.slot[i]);
+      uint32_t ccar[16], corner[4];
+      uint4* cum = LateSlot ? A.owner_cum[(warp - Fronts) % (LateSlot ? Owners : 1)] : S.slot[i < 0 ? 0 : i].cum;
+      tile_carries_ahead<RW, CW, ColumnsFirst>(q, ti, tj, cum, ccar, corner, tk);
+      if (LateSlot) {
+        while ((i = take_slot<Slots>(S.slot, 0, 3, warp)) < 0) __nanosleep(64);
+        copy_image(S.slot[i]);
+        S.slot[i].cum[lane] = cum[lane];
+        stamp(q, 11, tk);
+      }
+      ws_slot<TR>& sl = S.slot[i];
+      async_wait<0>();
+      __syncwarp();
+      ws_hand_over(sl, ti, tj, rows, corner, ccar);
+    }
+    if (lane == 0) { __threadfence_block(); atomicAdd(&S.owners_done, 1); }
+    return;
+  }
+  ws_output_loop<Slots, TR, 1>(q, S, warp - Fronts - Owners, Owners, policy_evict_first());
+}
+
+// Carries resolved on quiet SMs (session 14). Three roles, one block per SM:
+//   - blocks 0..front_blocks-1 are resolvers: every warp claims tiles in order (counter 2) and runs
+//     tile_carries_ahead on them: the three look-backs over the aggregates, the corner aggregate and
+//     the inclusive words. They load no image and store no table, so their L2 round trips are the
+//     quiet-SM ones (about 500 cycles at the median, not about 3000: canopy-sat-l2-latency);
+//   - on every other SM, producer warps (tile_aggregates, throttled by the lag) publish the
+//     aggregates, owners claim a tile (counter 0), start its image copy (the second read, from L2)
+//     and read its three carries straight from the predecessors' inclusive words (left: rows, above:
+//     columns and corner; one round trip, waiting only if the resolvers are behind), and output
+//     warps store the table.
+// Owners publish nothing, so no chain runs through a storing SM. Deadlock-free with every block
+// resident: producers wait on owner claims, resolvers on producers and earlier resolvers, owners on
+// resolvers of earlier tiles.
+__device__ __forceinline__ tagged_word wait_inclusive(const params& q, const tagged_word* p, tagged_word w) {
+  while (ks::tagged_status(w, q.epoch) != ks::flag_inclusive) {
+    __nanosleep(32);
+    w = ks::load_tagged(p);
+  }
+  return w;
+}
+
+template <int Fronts, int Owners, int Outputs, int Slots, bool ColumnsFirst = true>
+__global__ void __launch_bounds__((Fronts + Owners + Outputs) * 32, 1) satres(params q) {
+  constexpr int TR = 32;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  using smem_t = ws_smem<Slots, Outputs, TR>;
+  ahead_smem<Fronts, Slots, Outputs>& A = *reinterpret_cast<ahead_smem<Fronts, Slots, Outputs>*>(smem_raw);
+  smem_t& S = A.ws;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  ws_init<smem_t, Slots>(S);
+  const unsigned tiles = unsigned(q.TW) * unsigned(q.TH);
+  long long tk = clock64();
+  if (int(blockIdx.x) < q.front_blocks) {  // resolver
+    uint4* cum = &S.slot[0].img[0][0] + warp * 32;  // scratch: the slots are unused here
+    for (;;) {
+      unsigned r = 0;
+      if (lane == 0) r = atomicAdd(q.counter + 2, 1u);
+      r = __shfl_sync(~0u, r, 0);
+      if (r >= tiles) break;
+      const ks::tile_position p = ks::diagonal_tile(r, q.TW, q.TH);
+      tk = clock64();
+      uint32_t ccar[16], corner[4];
+      tile_carries_ahead<1, 1, ColumnsFirst>(q, p.ti, p.tj, cum, ccar, corner, tk);
+    }
+    return;
+  }
+  if (warp < Fronts) {  // producer
+    const uint64_t pol = policy_evict_last();
+    for (;;) {
+      unsigned f = 0;
+      if (lane == 0) f = atomicAdd(q.counter + 1, 1u);
+      f = __shfl_sync(~0u, f, 0);
+      if (f >= tiles) break;
+      tk = clock64();
+      if (lane == 0)
+        while (f >= ld_relaxed_gpu(q.counter) + unsigned(q.lag)) __nanosleep(100);
+      __syncwarp();
+      stamp(q, 7, tk);
+      const ks::tile_position p = ks::diagonal_tile(f, q.TW, q.TH);
+      tile_aggregates<TR>(q, p.ti, p.tj, min(TR, q.h - p.ti * TR), A.front_img[warp], pol);
+      stamp(q, 1, tk);
+    }
+    return;
+  }
+  if (warp < Fronts + Owners) {  // owner
+    const uint64_t pol = policy_evict_first();
+    const size_t stride = size_t(q.w) / 4;
+    for (;;) {
+      int i;
+      while ((i = take_slot<Slots>(S.slot, 0, 3, warp)) < 0) __nanosleep(64);
+      ws_slot<TR>& sl = S.slot[i];
+      int ti, tj, rows;
+      if (!claim_tile(q, TR, ti, tj, rows)) {
+        if (lane == 0) st_release_cta(&sl.state, 0);
+        break;
+      }
+      if (q.stamps && lane == 0) atomicAdd(q.stamps + 6, 1ull);
+      tk = clock64();
+      const uint4* src = reinterpret_cast<const uint4*>(q.img + size_t(ti) * TR * q.w + size_t(tj) * 128) + lane;
+      for (int r = 0; r < rows; ++r) copy16_async(&sl.img[r][lane], src + r * stride, pol);
+      canopy::detail::sat::cp_async_commit();
+      // the carries: inclusive words of the tile to the left (rows) and above (columns, corner)
+      const tagged_word* rp = q.roww + (size_t(ti) * q.TW + tj - 1) * 128 + lane;
+      const tagged_word* cp = q.colw + (size_t(ti - 1) * q.TW + tj) * 512 + lane;
+      const tagged_word* kp = q.cornw + (size_t(ti - 1) * q.TW + tj) * 4;
+      tagged_word wr[4], wc[16], wk[4];
+#pragma unroll
+      for (int c = 0; c < 4; ++c) wr[c] = tj > 0 ? ks::load_tagged(rp + c * 32) : 0;
+#pragma unroll
+      for (int c = 0; c < 4; ++c)
+#pragma unroll
+        for (int k = 0; k < 4; ++k) wc[k * 4 + c] = ti > 0 ? ks::load_tagged(cp + c * 128 + 32 * k) : 0;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) wk[c] = ti > 0 && tj > 0 ? ks::load_tagged(kp + c) : 0;
+      uint32_t L[4], ccar[16], corner[4];
+#pragma unroll
+      for (int c = 0; c < 4; ++c) L[c] = tj > 0 ? ks::tagged_value<uint32_t>(wait_inclusive(q, rp + c * 32, wr[c])) : 0u;
+#pragma unroll
+      for (int c = 0; c < 4; ++c)
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+          ccar[k * 4 + c] = ti > 0 ? ks::tagged_value<uint32_t>(wait_inclusive(q, cp + c * 128 + 32 * k, wc[k * 4 + c])) : 0u;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) corner[c] = ti > 0 && tj > 0 ? ks::tagged_value<uint32_t>(wait_inclusive(q, kp + c, wk[c])) : 0u;
+      stamp(q, 10, tk);
+      uint32_t ctot[4];
+      cumulative_row_carries<1>(L, lane, sl.cum, ctot);
+      async_wait<0>();
+      __syncwarp();
+      ws_hand_over(sl, ti, tj, rows, corner, ccar);
+    }
+    if (lane == 0) { __threadfence_block(); atomicAdd(&S.owners_done, 1); }
+    return;
+  }
+  ws_output_loop<Slots, TR, 1>(q, S, warp - Fronts - Owners, Owners, policy_evict_first());
+}
+
 bool all_ok = true;
 bool checked = true;  // false: a diagnostic variant whose tables are wrong by design
 bool small_only = false;  // --small: the odd sizes only (for compute-sanitizer)
@@ -643,6 +997,9 @@ double pace_tbps = 0;     // --pace R: output warps' table stores paced to R TB/
 int pace_burst_rows = 8;  // --pace-burst N: rows of unused time an output warp may carry forward
 int split_front = 0;      // satsplit: front blocks (0: not a split kernel)
 int desc_hint = 0;        // --desc-hint N: descriptor words' L2 policy (0 none, 1 evict_last, 2 evict_first)
+int ahead_lag = 256;      // --lag N: satahead's fronts run at most N tiles (claim order) ahead of the owners
+bool ahead_kernel = false;  // the variant running is satahead or satres (their phase stamps differ)
+int resolver_blocks = 8;    // --resolvers N: satres's resolver SMs
 
 template <class K>
 void run_variant(const char* name, K kern, int TR, int max_blocks_per_sm, int threads, size_t smem, int outputs_per_sm = 0) {
@@ -662,7 +1019,7 @@ void run_variant(const char* name, K kern, int TR, int max_blocks_per_sm, int th
   if (desc_hint) std::printf(", descriptor words stored %s", desc_hint == 1 ? "L2::evict_last" : "L2::evict_first");
   if (pace) std::printf(", stores paced to %.2f TB/s (%lld cycles a row and output warp at %d MHz, burst %d rows)", pace_tbps, pace, clock_khz / 1000, pace_burst_rows);
   std::printf("\n");
-  unsigned long long* stamps; CK(cudaMalloc(&stamps, 64));
+  unsigned long long* stamps; CK(cudaMalloc(&stamps, 128));
   for (auto& s : sizes) {
     const int w = s[0], h = s[1];
     if (small_only && w >= 1920) continue;
@@ -671,6 +1028,7 @@ void run_variant(const char* name, K kern, int TR, int max_blocks_per_sm, int th
     q.pace = pace; q.pace_burst = pace * pace_burst_rows;
     q.front_blocks = split_front;
     q.desc_hint = desc_hint;
+    q.lag = ahead_lag;
     q.w = w; q.h = h; q.TW = w / 128; q.TH = (h + TR - 1) / TR;
     const size_t tiles = size_t(q.TW) * q.TH, npx = size_t(w) * h;
     std::vector<uint32_t> img(npx);
@@ -681,14 +1039,14 @@ void run_variant(const char* name, K kern, int TR, int max_blocks_per_sm, int th
     CK(cudaMalloc(&q.table, npx * 16));
     CK(cudaMalloc(&q.roww, tiles * std::max(TR, 32) * 4 * 8)); CK(cudaMalloc(&q.colw, tiles * 512 * 8)); CK(cudaMalloc(&q.cornw, tiles * 4 * 8));
     CK(cudaMemset(q.roww, 0, tiles * std::max(TR, 32) * 4 * 8)); CK(cudaMemset(q.colw, 0, tiles * 512 * 8)); CK(cudaMemset(q.cornw, 0, tiles * 4 * 8));
-    CK(cudaMalloc(&q.counter, 8));
+    CK(cudaMalloc(&q.counter, 16));  // [0] owners or tiles, [1] fronts or back halves, [2] resolvers
     // the split kernel needs every block (fronts and back halves) whatever the size
     const int grid = split_front ? per_sm * sms
                                  : int(std::min<size_t>(size_t(per_sm) * sms, std::max<size_t>(1, threads > 128 ? tiles : (tiles * 32 + threads - 1) / threads)));
     unsigned epoch = 0;
     auto build = [&] {
       q.epoch = ++epoch;
-      cudaMemsetAsync(q.counter, 0, 8);
+      cudaMemsetAsync(q.counter, 0, 16);
       kern<<<grid, threads, smem>>>(q);
     };
     build();
@@ -709,13 +1067,20 @@ void run_variant(const char* name, K kern, int TR, int max_blocks_per_sm, int th
       if (bad2) all_ok = false;
       std::printf(" | %.1f us = %.1f%% of copy (%.0f GB/s), grid %d, recheck %s", t, 100.0 * npx * 20 / t * 1e-3 / copy_gbps, copy_gbps, grid, !checked ? "-" : bad2 ? "WRONG" : "exact");
       // one measured build: mean cycles per tile and phase
-      CK(cudaMemset(stamps, 0, 64));
+      CK(cudaMemset(stamps, 0, 128));
       q.stamps = stamps; build(); CK(cudaDeviceSynchronize()); q.stamps = nullptr;
-      unsigned long long st[8]; CK(cudaMemcpy(st, stamps, 64, cudaMemcpyDeviceToHost));
+      unsigned long long st[16]; CK(cudaMemcpy(st, stamps, 128, cudaMemcpyDeviceToHost));
       const double n = double(st[6]);
-      std::printf("\n      kcycles per tile: load %.2f aggregates %.2f row look-back %.2f column look-back %.2f corner %.2f output %.2f (tiles %.0f)", st[0] / n / 1e3, st[1] / n / 1e3, st[2] / n / 1e3,
-                  st[3] / n / 1e3, st[4] / n / 1e3, st[5] / n / 1e3, n);
-      if (split_front) std::printf(" back halves' carries %.2f", st[7] / n / 1e3);
+      if (ahead_kernel)
+        std::printf("\n      kcycles per tile: front (loads, sums, words) %.2f front's wait for the lag %.2f | owners' row look-back %.2f column look-back %.2f corner %.2f | output %.2f (tiles %.0f)",
+                    st[1] / n / 1e3, st[7] / n / 1e3, st[2] / n / 1e3, st[3] / n / 1e3, st[4] / n / 1e3, st[5] / n / 1e3, n);
+      if (ahead_kernel && split_front) std::printf("\n      owners' wait for their carries %.2f kcycles per tile", st[10] / n / 1e3);
+      if (ahead_kernel && st[11]) std::printf("\n      owners' wait for a free slot %.2f kcycles per tile", st[11] / n / 1e3);
+      if (ahead_kernel) std::printf("\n      predecessor reads per tile (re-reads of empty words included): row look-back %.2f, column look-back %.2f", st[9] / 4.0 / n, st[8] / 16.0 / n);
+      else
+        std::printf("\n      kcycles per tile: load %.2f aggregates %.2f row look-back %.2f column look-back %.2f corner %.2f output %.2f (tiles %.0f)", st[0] / n / 1e3, st[1] / n / 1e3, st[2] / n / 1e3,
+                    st[3] / n / 1e3, st[4] / n / 1e3, st[5] / n / 1e3, n);
+      if (split_front && !ahead_kernel) std::printf(" back halves' carries %.2f", st[7] / n / 1e3);
       cudaFree(cp);
     }
     std::printf("\n");
@@ -734,6 +1099,27 @@ void run_ws() {
   checked = !NoLookBack;
   run_variant(name, satws<Owners, Outputs, Slots, TR, OutRows, NoLookBack>, TR, 1, (Owners + Outputs) * 32, sizeof(ws_smem<Slots, Outputs, TR>), Outputs);
   checked = true;
+}
+template <int Fronts, int Owners, int Outputs, int Slots, int RW = 1, int CW = 1, bool ColumnsFirst = false, bool LateSlot = false>
+void run_ahead() {
+  char name[260];
+  std::snprintf(name, sizeof name, "aggregates ahead: %d front warps (lag %d tiles), %d owner warps (look-back windows %d rows, %d columns%s%s), %d output warps, %d tile slots, 1 block per SM",
+                Fronts, ahead_lag, Owners, RW, CW, ColumnsFirst ? ", columns first" : "", LateSlot ? ", slot taken after the look-backs" : "", Outputs, Slots);
+  ahead_kernel = true;
+  run_variant(name, satahead<Fronts, Owners, Outputs, Slots, RW, CW, ColumnsFirst, LateSlot>, 32, 1, (Fronts + Owners + Outputs) * 32,
+              sizeof(ahead_smem<Fronts, Slots, Outputs, LateSlot ? Owners : 0>), Outputs);
+  ahead_kernel = false;
+}
+template <int Fronts, int Owners, int Outputs, int Slots, bool ColumnsFirst = true>
+void run_res() {
+  char name[260];
+  std::snprintf(name, sizeof name, "carries resolved on quiet SMs: %d resolver SMs (look-backs only%s); elsewhere %d producer warps (lag %d tiles), %d owner warps, %d output warps, %d tile slots",
+                resolver_blocks, ColumnsFirst ? ", columns first" : "", Fronts, ahead_lag, Owners, Outputs, Slots);
+  ahead_kernel = true;
+  split_front = resolver_blocks;
+  run_variant(name, satres<Fronts, Owners, Outputs, Slots, ColumnsFirst>, 32, 1, (Fronts + Owners + Outputs) * 32, sizeof(ahead_smem<Fronts, Slots, Outputs>), Outputs);
+  split_front = 0;
+  ahead_kernel = false;
 }
 template <int FWarps, int OWarps, int Front>
 void run_split() {
@@ -797,6 +1183,26 @@ int main(int argc, char** argv) {
       {"split32", false, [] { run_split<12, 12, 32>(); }},
       {"split48", false, [] { run_split<12, 12, 48>(); }},
       {"split64", false, [] { run_split<12, 12, 64>(); }},
+      // Aggregates ahead (session 14): fronts publish every tile's aggregates a lag ahead.
+      {"ahead", false, [] { run_ahead<2, 5, 6, 9>(); }},
+      {"ahead1", false, [] { run_ahead<1, 5, 6, 9>(); }},
+      {"ahead3", false, [] { run_ahead<3, 5, 6, 8>(); }},
+      {"ahead-w2", false, [] { run_ahead<2, 5, 6, 9, 2, 2>(); }},
+      {"ahead-o4", false, [] { run_ahead<2, 4, 6, 9>(); }},
+      {"ahead-o3", false, [] { run_ahead<2, 3, 6, 9>(); }},
+      {"ahead-cf", false, [] { run_ahead<2, 5, 6, 9, 1, 1, true>(); }},
+      {"ahead-o4-cf", false, [] { run_ahead<2, 4, 6, 9, 1, 1, true>(); }},
+      {"ahead-o3-cf", false, [] { run_ahead<2, 3, 6, 9, 1, 1, true>(); }},
+      {"ahead-late6", false, [] { run_ahead<2, 6, 6, 8, 1, 1, false, true>(); }},
+      {"ahead-late8", false, [] { run_ahead<2, 8, 6, 8, 1, 1, false, true>(); }},
+      {"ahead-late10", false, [] { run_ahead<2, 10, 6, 8, 1, 1, false, true>(); }},
+      {"ahead-late8-cf", false, [] { run_ahead<2, 8, 6, 8, 1, 1, true, true>(); }},
+      {"ahead-late12", false, [] { run_ahead<2, 12, 6, 6, 1, 1, false, true>(); }},
+      // Carries resolved on quiet SMs (session 14).
+      {"res", false, [] { run_res<3, 4, 6, 8>(); }},
+      {"res-o5", false, [] { run_res<3, 5, 6, 8>(); }},
+      {"res-f2", false, [] { run_res<2, 4, 6, 9>(); }},
+      {"res-rows", false, [] { run_res<3, 4, 6, 8, false>(); }},
       {"ws32-nolb", true, [] { run_ws<5, 6, 10, 32, 1, 1>(); }},
       {"ws32-nolb-raster", true, [] { run_ws<5, 6, 10, 32, 1, 3>(); }},
       {"ws32-nolb-nopub", false, [] { run_ws<5, 6, 10, 32, 1, 5>(); }},
@@ -818,6 +1224,8 @@ int main(int argc, char** argv) {
       else if (cl.is("--variants")) only = canopy_bench::parse_name_list(cl.value(), program, "--variants", keys);
       else if (cl.is("--width")) only_width = cl.int_value(128);
       else if (cl.is("--desc-hint")) desc_hint = cl.int_value(0, 2);
+      else if (cl.is("--lag")) ahead_lag = cl.int_value(1);
+      else if (cl.is("--resolvers")) resolver_blocks = cl.int_value(1, 64);
       else if (cl.is("--pace-burst")) pace_burst_rows = cl.int_value(1);
       else if (cl.is("--pace")) {
         paces.clear();
@@ -832,7 +1240,7 @@ int main(int argc, char** argv) {
       } else cl.refuse_unknown();
     }
   } catch (const canopy_bench::bad_flag& e) {
-    std::printf("%s\nusage: %s [--small] [--width W] [--pace R1,R2,...] [--pace-burst rows] [--desc-hint 0|1|2] [--variants k1,k2,...|all]\n"
+    std::printf("%s\nusage: %s [--small] [--width W] [--pace R1,R2,...] [--pace-burst rows] [--desc-hint 0|1|2] [--lag N] [--resolvers N] [--variants k1,k2,...|all]\n"
                 "  --pace: TB/s of table stores over the GPU for the warp-specialised kernels' output warps (0: unpaced)\n  keys (* = run by default):",
                 e.what(), program);
     for (const variant& v : variants) std::printf(" %s%s", v.key, v.standard ? "*" : "");
