@@ -1072,8 +1072,8 @@ void run_variant(const char* name, K kern, int TR, int max_blocks_per_sm, int th
       unsigned long long st[16]; CK(cudaMemcpy(st, stamps, 128, cudaMemcpyDeviceToHost));
       const double n = double(st[6]);
       if (ahead_kernel)
-        std::printf("\n      kcycles per tile: front (loads, sums, words) %.2f front's wait for the lag %.2f | owners' row look-back %.2f column look-back %.2f corner %.2f | output %.2f (tiles %.0f)",
-                    st[1] / n / 1e3, st[7] / n / 1e3, st[2] / n / 1e3, st[3] / n / 1e3, st[4] / n / 1e3, st[5] / n / 1e3, n);
+        std::printf("\n      kcycles per tile: front (loads, sums, words) %.2f front's wait for the lag %.2f | %s row look-back %.2f column look-back %.2f corner %.2f | output %.2f (tiles %.0f)",
+                    st[1] / n / 1e3, st[7] / n / 1e3, split_front ? "resolvers'" : "owners'", st[2] / n / 1e3, st[3] / n / 1e3, st[4] / n / 1e3, st[5] / n / 1e3, n);
       if (ahead_kernel && split_front) std::printf("\n      owners' wait for their carries %.2f kcycles per tile", st[10] / n / 1e3);
       if (ahead_kernel && st[11]) std::printf("\n      owners' wait for a free slot %.2f kcycles per tile", st[11] / n / 1e3);
       if (ahead_kernel) std::printf("\n      predecessor reads per tile (re-reads of empty words included): row look-back %.2f, column look-back %.2f", st[9] / 4.0 / n, st[8] / 16.0 / n);
