@@ -139,6 +139,44 @@ __device__ __forceinline__ void cumulative_row_carries(const uint32_t (&L)[4 * H
   }
 }
 
+// Sums of RGBA8 tiles, channels R, B and G, A as 16-bit pairs: the column sums of a lane's 4 px over
+// `rows` rows of img (32 rows of 255 fit 16 bits), and the sum of one 128-px row (rotated reads:
+// no bank conflicts; at most 32640 a channel).
+__device__ __forceinline__ void column_sums(const uint4 (*img)[32], int rows, int lane, uint32_t (&cRB)[4], uint32_t (&cGA)[4]) {
+  for (int r = 0; r < rows; ++r) {
+    const uint4 v = img[r][lane];
+    const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) { cRB[k] += w4[k] & 0x00FF00FFu; cGA[k] += (w4[k] >> 8) & 0x00FF00FFu; }
+  }
+}
+__device__ __forceinline__ void row_sum(const uint4 (&row)[32], int lane, uint32_t& sRB, uint32_t& sGA) {
+  sRB = 0; sGA = 0;
+#pragma unroll 8
+  for (int j = 0; j < 32; ++j) {
+    const uint4 v = row[(j + lane) & 31];
+    const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) { sRB += w4[k] & 0x00FF00FFu; sGA += (w4[k] >> 8) & 0x00FF00FFu; }
+  }
+}
+// A tile's column aggregate: the in-strip inclusive prefix of the column sums, cagg[px][channel].
+__device__ __forceinline__ void column_aggregates(const uint32_t (&cRB)[4], const uint32_t (&cGA)[4], int lane, uint32_t (&cagg)[4][4]) {
+  uint32_t a[4] = {0, 0, 0, 0};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    a[0] += cRB[k] & 0xFFFFu; a[1] += cGA[k] & 0xFFFFu; a[2] += cRB[k] >> 16; a[3] += cGA[k] >> 16;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) cagg[k][c] = a[c];
+  }
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const uint32_t ex = warp_inclusive_sum(a[c], lane) - a[c];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) cagg[k][c] += ex;
+  }
+}
+
 // One warp's front half of a tile: copy the image into img, publish the row and column sums, look
 // back left (rows), up (columns) and up the tile column (corner), publish the inclusive words.
 // Leaves the cumulative row carries in cum_out[0..TR) and, per lane, the column carries of its 4 px
@@ -164,12 +202,7 @@ __device__ __forceinline__ void tile_front(const params& q, int ti, int tj, int 
   if (Part != 2) stamp(q, 0, tk);
   // column sums (own 4 px, packed pairs) and row sums (lane r sums row r, rotated reads)
   uint32_t cRB[4] = {0, 0, 0, 0}, cGA[4] = {0, 0, 0, 0};
-  for (int r = 0; r < (Part == 1 ? 0 : rows); ++r) {
-    const uint4 v = img[r][lane];
-    const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int k = 0; k < 4; ++k) { cRB[k] += w4[k] & 0x00FF00FFu; cGA[k] += (w4[k] >> 8) & 0x00FF00FFu; }
-  }
+  column_sums(img, Part == 1 ? 0 : rows, lane, cRB, cGA);
   constexpr int H = TR > 32 ? TR / 32 : 1;  // rows a lane owns in the row look-back: lane + 32 h
   uint32_t rs[H][4];
 #pragma unroll
@@ -178,34 +211,14 @@ __device__ __forceinline__ void tile_front(const params& q, int ti, int tj, int 
 #pragma unroll
     for (int c = 0; c < 4; ++c) rs[h][c] = 0;
     if (Part != 2 && row < rows) {
-      uint32_t sRB = 0, sGA = 0;
-#pragma unroll 8
-      for (int j = 0; j < 32; ++j) {
-        const uint4 v = img[row][(j + lane) & 31];
-        const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-        for (int k = 0; k < 4; ++k) { sRB += w4[k] & 0x00FF00FFu; sGA += (w4[k] >> 8) & 0x00FF00FFu; }
-      }
+      uint32_t sRB, sGA;
+      row_sum(img[row], lane, sRB, sGA);
       rs[h][0] = sRB & 0xFFFFu; rs[h][1] = sGA & 0xFFFFu; rs[h][2] = sRB >> 16; rs[h][3] = sGA >> 16;
     }
   }
   // column aggregate = in-strip inclusive prefix of the column sums
   uint32_t cagg[4][4];  // [px][c]
-  {
-    uint32_t a[4] = {0, 0, 0, 0};
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      a[0] += cRB[k] & 0xFFFFu; a[1] += cGA[k] & 0xFFFFu; a[2] += cRB[k] >> 16; a[3] += cGA[k] >> 16;
-#pragma unroll
-      for (int c = 0; c < 4; ++c) cagg[k][c] = a[c];
-    }
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const uint32_t ex = warp_inclusive_sum(a[c], lane) - a[c];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) cagg[k][c] += ex;
-    }
-  }
+  column_aggregates(cRB, cGA, lane, cagg);
   const bool right = tj + 1 < q.TW, below = ti + 1 < q.TH;
   constexpr int RowWords = 4 * 32 * H;  // [c][row], rows padded to 32 a group
   tagged_word* rw = q.roww + size_t(tile) * RowWords;
@@ -666,39 +679,12 @@ __device__ __forceinline__ void tile_aggregates(const params& q, int ti, int tj,
   async_wait<0>();
   __syncwarp();
   uint32_t cRB[4] = {0, 0, 0, 0}, cGA[4] = {0, 0, 0, 0}, myRB = 0, myGA = 0;
-  for (int r = 0; r < rows; ++r) {  // column sums: the lane's own 4 px
-    const uint4 v = img[r][lane];
-    const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int k = 0; k < 4; ++k) { cRB[k] += w4[k] & 0x00FF00FFu; cGA[k] += (w4[k] >> 8) & 0x00FF00FFu; }
-  }
-  if (lane < rows) {  // row sums: lane r sums row r (rotated reads: no bank conflicts)
-#pragma unroll 8
-    for (int j = 0; j < 32; ++j) {
-      const uint4 v = img[lane][(j + lane) & 31];
-      const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int k = 0; k < 4; ++k) { myRB += w4[k] & 0x00FF00FFu; myGA += (w4[k] >> 8) & 0x00FF00FFu; }
-    }
-  }
+  column_sums(img, rows, lane, cRB, cGA);
+  if (lane < rows) row_sum(img[lane], lane, myRB, myGA);
   __syncwarp();  // the reads of img before the next tile's copy into it
   const uint32_t rs[4] = {myRB & 0xFFFFu, myGA & 0xFFFFu, myRB >> 16, myGA >> 16};
   uint32_t cagg[4][4];  // [px][c]: in-strip inclusive prefix of the column sums
-  {
-    uint32_t a[4] = {0, 0, 0, 0};
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      a[0] += cRB[k] & 0xFFFFu; a[1] += cGA[k] & 0xFFFFu; a[2] += cRB[k] >> 16; a[3] += cGA[k] >> 16;
-#pragma unroll
-      for (int c = 0; c < 4; ++c) cagg[k][c] = a[c];
-    }
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const uint32_t ex = warp_inclusive_sum(a[c], lane) - a[c];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) cagg[k][c] += ex;
-    }
-  }
+  column_aggregates(cRB, cGA, lane, cagg);
   const bool right = tj + 1 < q.TW, below = ti + 1 < q.TH;
   const size_t tile = size_t(ti) * q.TW + tj;
   tagged_word* rw = q.roww + tile * 128;
@@ -711,6 +697,30 @@ __device__ __forceinline__ void tile_aggregates(const params& q, int ti, int tj,
     for (int c = 0; c < 4; ++c)
 #pragma unroll
       for (int k = 0; k < 4; ++k) publish(q, cw + c * 128 + 32 * k + lane, ti == 0 ? ks::flag_inclusive : ks::flag_aggregate, cagg[k][c]);
+}
+
+// A front warp's loop (satahead's fronts, satres's producers): claim tiles from counter 1 in
+// claim order, each only once the owners have claimed more than tile - lag, and publish their
+// aggregates. Stamps: [7] the wait for the lag, [1] the tile's aggregates.
+__device__ __forceinline__ void front_loop(const params& q, uint4 (*img)[32]) {
+  constexpr int TR = 32;
+  const int lane = threadIdx.x & 31;
+  const unsigned tiles = unsigned(q.TW) * unsigned(q.TH);
+  const uint64_t pol = policy_evict_last();
+  for (;;) {
+    unsigned f = 0;
+    if (lane == 0) f = atomicAdd(q.counter + 1, 1u);
+    f = __shfl_sync(~0u, f, 0);
+    if (f >= tiles) break;
+    long long tk = clock64();
+    if (lane == 0)
+      while (f >= ld_relaxed_gpu(q.counter) + unsigned(q.lag)) __nanosleep(100);
+    __syncwarp();
+    stamp(q, 7, tk);
+    const ks::tile_position p = ks::diagonal_tile(f, q.TW, q.TH);
+    tile_aggregates<TR>(q, p.ti, p.tj, min(TR, q.h - p.ti * TR), img, pol);
+    stamp(q, 1, tk);
+  }
 }
 
 // Waits until a word this build's front publishes holds a status (it nearly always does already).
@@ -812,26 +822,8 @@ __global__ void __launch_bounds__((Fronts + Owners + Outputs) * 32, 1) satahead(
   smem_t& S = A.ws;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   ws_init<smem_t, Slots>(S);
-  const unsigned tiles = unsigned(q.TW) * unsigned(q.TH);
   long long tk = clock64();
-  if (warp < Fronts) {
-    const uint64_t pol = policy_evict_last();
-    for (;;) {
-      unsigned f = 0;
-      if (lane == 0) f = atomicAdd(q.counter + 1, 1u);
-      f = __shfl_sync(~0u, f, 0);
-      if (f >= tiles) break;
-      tk = clock64();
-      if (lane == 0)
-        while (f >= ld_relaxed_gpu(q.counter) + unsigned(q.lag)) __nanosleep(100);
-      __syncwarp();
-      stamp(q, 7, tk);
-      const ks::tile_position p = ks::diagonal_tile(f, q.TW, q.TH);
-      tile_aggregates<TR>(q, p.ti, p.tj, min(TR, q.h - p.ti * TR), A.front_img[warp], pol);
-      stamp(q, 1, tk);
-    }
-    return;
-  }
+  if (warp < Fronts) return front_loop(q, A.front_img[warp]);
   if (warp < Fronts + Owners) {
     const uint64_t pol = policy_evict_first();
     const size_t stride = size_t(q.w) / 4;
@@ -918,24 +910,7 @@ __global__ void __launch_bounds__((Fronts + Owners + Outputs) * 32, 1) satres(pa
     }
     return;
   }
-  if (warp < Fronts) {  // producer
-    const uint64_t pol = policy_evict_last();
-    for (;;) {
-      unsigned f = 0;
-      if (lane == 0) f = atomicAdd(q.counter + 1, 1u);
-      f = __shfl_sync(~0u, f, 0);
-      if (f >= tiles) break;
-      tk = clock64();
-      if (lane == 0)
-        while (f >= ld_relaxed_gpu(q.counter) + unsigned(q.lag)) __nanosleep(100);
-      __syncwarp();
-      stamp(q, 7, tk);
-      const ks::tile_position p = ks::diagonal_tile(f, q.TW, q.TH);
-      tile_aggregates<TR>(q, p.ti, p.tj, min(TR, q.h - p.ti * TR), A.front_img[warp], pol);
-      stamp(q, 1, tk);
-    }
-    return;
-  }
+  if (warp < Fronts) return front_loop(q, A.front_img[warp]);  // producer
   if (warp < Fronts + Owners) {  // owner
     const uint64_t pol = policy_evict_first();
     const size_t stride = size_t(q.w) / 4;
