@@ -177,6 +177,18 @@ __device__ __forceinline__ void column_aggregates(const uint32_t (&cRB)[4], cons
   }
 }
 
+// Starts the cp.async copy of tile (ti, tj)'s image rows first, first + step, ... < rows into img
+// (16 bytes a lane a row, 512 contiguous bytes a warp instruction) and commits the group.
+template <int TR>
+__device__ __forceinline__ void copy_tile_async(const params& q, int ti, int tj, int rows, uint4 (*img)[32], uint64_t pol,
+                                                int first = 0, int step = 1) {
+  const int lane = threadIdx.x & 31;
+  const size_t stride = size_t(q.w) / 4;  // uint4 per image row
+  const uint4* src = reinterpret_cast<const uint4*>(q.img + size_t(ti) * TR * q.w + size_t(tj) * 128) + lane;
+  for (int r = first; r < rows; r += step) copy16_async(&img[r][lane], src + size_t(r) * stride, pol);
+  canopy::detail::sat::cp_async_commit();
+}
+
 // One warp's front half of a tile: copy the image into img, publish the row and column sums, look
 // back left (rows), up (columns) and up the tile column (corner), publish the inclusive words.
 // Leaves the cumulative row carries in cum_out[0..TR) and, per lane, the column carries of its 4 px
@@ -190,12 +202,8 @@ template <int RW, int CW, bool ColumnsFirst, int TR, int Part = 0, int Diag = 0,
 __device__ __forceinline__ void tile_front(const params& q, int ti, int tj, int rows, uint4 (*img)[32], uint4* cum_out,
                                            uint32_t (&ccar)[16], uint32_t (&corner)[4], uint64_t pol, long long& tk, Sync sync) {
   const int lane = threadIdx.x & 31;
-  const int y0 = ti * TR, x0 = tj * 128;
   const unsigned tile = Diag >= 16 ? (unsigned(ti) * q.TW + tj) % unsigned(Diag) : unsigned(ti) * q.TW + tj;
-  const size_t stride = size_t(q.w) / 4;  // uint4 per image row
-  const uint4* src = reinterpret_cast<const uint4*>(q.img + size_t(y0) * q.w + x0) + lane;
-  for (int r = Part == 2 ? 1 : 0; r < rows; r += Part == 0 ? 1 : 2) copy16_async(&img[r][lane], src + r * stride, pol);
-  canopy::detail::sat::cp_async_commit();
+  copy_tile_async<TR>(q, ti, tj, rows, img, pol, Part == 2 ? 1 : 0, Part == 0 ? 1 : 2);
   async_wait<0>();
   sync();
   if (Part != 2 && q.stamps && lane == 0) atomicAdd(q.stamps + 6, 1ull);
@@ -442,12 +450,25 @@ __device__ __forceinline__ void ws_init(Smem& S) {
   __syncthreads();
 }
 
-// An owner hands a finished front half over: the lanes' starting column values (corner + column
-// carries), the tile's place, then the slot's state to ready (release, after the warp's writes).
+// An owner warp that has claimed its last tile counts itself done (after its last hand-over, so
+// the output warps, which stop once every owner has, see every slot it filled).
+template <class Smem>
+__device__ __forceinline__ void ws_owner_done(Smem& S) {
+  if ((threadIdx.x & 31) == 0) {
+    __threadfence_block();
+    atomicAdd(&S.owners_done, 1);
+  }
+}
+
+// An owner hands a finished front half over: waits for the slot's image copy where this warp
+// started one (no-op otherwise), writes the lanes' starting column values (corner + column
+// carries) and the tile's place, then the slot's state to ready (release, after the warp's writes
+// and copies).
 template <int TR>
 __device__ __forceinline__ void ws_hand_over(ws_slot<TR>& sl, int ti, int tj, int rows, const uint32_t (&corner)[4],
                                              const uint32_t (&ccar)[16]) {
   const int lane = threadIdx.x & 31;
+  async_wait<0>();
 #pragma unroll
   for (int k = 0; k < 4; ++k)
 #pragma unroll
@@ -512,7 +533,7 @@ __global__ void __launch_bounds__((Owners + Outputs) * 32, 1) satws(params q) {
       tile_front<1, 1, false, TR, 0, (NoLookBack & 4) ? 2 : (NoLookBack & 8) ? 256 : NoLookBack ? 1 : 0>(q, ti, tj, rows, sl.img, sl.cum, ccar, corner, pol, tk, [] { __syncwarp(); });
       ws_hand_over(sl, ti, tj, rows, corner, ccar);
     }
-    if (lane == 0) { __threadfence_block(); atomicAdd(&S.owners_done, 1); }
+    ws_owner_done(S);
     return;
   }
   ws_output_loop<Slots, TR, OutRows>(q, S, warp - Owners, Owners, pol);
@@ -562,7 +583,7 @@ __global__ void __launch_bounds__((2 * Pairs + Outputs) * 32, 1) satwp(params q)
         ws_hand_over(sl, ti, tj, rows, corner, ccar);
       }
     }
-    if (lane == 0 && part == 2) { __threadfence_block(); atomicAdd(&S.owners_done, 1); }
+    if (part == 2) ws_owner_done(S);
     return;
   }
   ws_output_loop<Slots, TR, OutRows>(q, S, warp - 2 * Pairs, Pairs, pol);
@@ -625,7 +646,6 @@ __global__ void __launch_bounds__(32 * (FWarps > OWarps ? FWarps : OWarps), 1) s
   if (warp >= OWarps) return;
   const int lane = threadIdx.x & 31;
   const uint64_t pol = policy_evict_first();
-  const size_t stride = size_t(q.w) / 4;
   unsigned t;
   while (claim_tile(q, TR, ti, tj, rows, 1, &t)) {
     // Wait, with a back-off and without touching the descriptor words, until the fronts have
@@ -638,9 +658,7 @@ __global__ void __launch_bounds__(32 * (FWarps > OWarps ? FWarps : OWarps), 1) s
         while ((seen = ld_relaxed_gpu(q.counter)) < need && seen < unsigned(q.TW) * unsigned(q.TH)) __nanosleep(400);
       __syncwarp();
     }
-    const uint4* src = reinterpret_cast<const uint4*>(q.img + size_t(ti * TR) * q.w + tj * 128) + lane;
-    for (int r = 0; r < rows; ++r) copy16_async(&S.img[r][lane], src + r * stride, pol);
-    canopy::detail::sat::cp_async_commit();
+    copy_tile_async<TR>(q, ti, tj, rows, S.img, pol);
     tk = clock64();
     uint32_t ccar[16], corner[4];
     tile_carries<TR>(q, ti, tj, S.cum, ccar, corner);
@@ -667,15 +685,10 @@ __global__ void __launch_bounds__(32 * (FWarps > OWarps ? FWarps : OWarps), 1) s
 // (claim order, its own counter) only once the owners have claimed more than f - lag tiles.
 // Deadlock-free with every block resident: fronts wait only on owner claims; owners on fronts of
 // tiles they or their predecessors hold (which the lag always admits) and on earlier owners.
-template <int TR>
 __device__ __forceinline__ void tile_aggregates(const params& q, int ti, int tj, int rows, uint4 (*img)[32], uint64_t pol) {
-  static_assert(TR == 32, "one row a lane");
   const int lane = threadIdx.x & 31;
-  const size_t stride = size_t(q.w) / 4;
-  const uint4* src = reinterpret_cast<const uint4*>(q.img + size_t(ti) * TR * q.w + size_t(tj) * 128) + lane;
   // the whole 16 KB in flight at once (one round trip), into the front's own shared memory
-  for (int r = 0; r < rows; ++r) copy16_async(&img[r][lane], src + size_t(r) * stride, pol);
-  canopy::detail::sat::cp_async_commit();
+  copy_tile_async<32>(q, ti, tj, rows, img, pol);
   async_wait<0>();
   __syncwarp();
   uint32_t cRB[4] = {0, 0, 0, 0}, cGA[4] = {0, 0, 0, 0}, myRB = 0, myGA = 0;
@@ -703,7 +716,6 @@ __device__ __forceinline__ void tile_aggregates(const params& q, int ti, int tj,
 // claim order, each only once the owners have claimed more than tile - lag, and publish their
 // aggregates. Stamps: [7] the wait for the lag, [1] the tile's aggregates.
 __device__ __forceinline__ void front_loop(const params& q, uint4 (*img)[32]) {
-  constexpr int TR = 32;
   const int lane = threadIdx.x & 31;
   const unsigned tiles = unsigned(q.TW) * unsigned(q.TH);
   const uint64_t pol = policy_evict_last();
@@ -718,14 +730,18 @@ __device__ __forceinline__ void front_loop(const params& q, uint4 (*img)[32]) {
     __syncwarp();
     stamp(q, 7, tk);
     const ks::tile_position p = ks::diagonal_tile(f, q.TW, q.TH);
-    tile_aggregates<TR>(q, p.ti, p.tj, min(TR, q.h - p.ti * TR), img, pol);
+    tile_aggregates(q, p.ti, p.tj, min(32, q.h - p.ti * 32), img, pol);
     stamp(q, 1, tk);
   }
 }
 
-// Waits until a word this build's front publishes holds a status (it nearly always does already).
-__device__ __forceinline__ uint32_t published_value(const params& q, const tagged_word* p, tagged_word w) {
-  while (ks::tagged_status(w, q.epoch) == 0) w = ks::load_tagged(p);
+// The value of word p (w: a first read of it) once it holds at least status `need` this build:
+// flag_aggregate for a front's words (nearly always there already), flag_inclusive for a carry.
+__device__ __forceinline__ uint32_t value_once(const params& q, const tagged_word* p, tagged_word w, unsigned need) {
+  while (ks::tagged_status(w, q.epoch) < need) {
+    __nanosleep(32);
+    w = ks::load_tagged(p);
+  }
   return ks::tagged_value<uint32_t>(w);
 }
 
@@ -756,7 +772,7 @@ __device__ __forceinline__ void tile_carries_ahead(const params& q, int ti, int 
     ks::lane_look_back_tagged<RW, 4>(tj, q.epoch, [&](int k, int e) { ++row_reads; return row_word_at<1>(q, ti, tj, k, e, lane); }, L);
     if (pub_r)
 #pragma unroll
-      for (int c = 0; c < 4; ++c) publish(q, rw + c * 32 + lane, ks::flag_inclusive, L[c] + published_value(q, rw + c * 32 + lane, own_r[c]));
+      for (int c = 0; c < 4; ++c) publish(q, rw + c * 32 + lane, ks::flag_inclusive, L[c] + value_once(q, rw + c * 32 + lane, own_r[c], ks::flag_aggregate));
   };
   auto columns_look_back = [&] {
 #pragma unroll
@@ -769,7 +785,7 @@ __device__ __forceinline__ void tile_carries_ahead(const params& q, int ti, int 
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
           tagged_word* p = cw + c * 128 + 32 * k + lane;
-          publish(q, p, ks::flag_inclusive, ccar[k * 4 + c] + published_value(q, p, own_c[k * 4 + c]));
+          publish(q, p, ks::flag_inclusive, ccar[k * 4 + c] + value_once(q, p, own_c[k * 4 + c], ks::flag_aggregate));
         }
   };
   if (ColumnsFirst) {
@@ -800,15 +816,17 @@ __device__ __forceinline__ void tile_carries_ahead(const params& q, int ti, int 
   stamp(q, 4, tk);
 }
 
-// Fronts + owners + output warps, one block per SM. Stamps: [0] a front's loads and sums, [1] its
-// words and look-back over the totals, [7] its wait for the lag; [2]-[4] the owners' look-backs,
-// [5] output.
+// Shared memory of satahead and satres: ws's slots and stages, each front warp's image copy, and
+// (LateSlot) each owner's cumulative row carries until it has a slot.
 template <int Fronts, int Slots, int Outputs, int OwnerScratch = 0>
 struct ahead_smem {
   ws_smem<Slots, Outputs, 32> ws;
   uint4 front_img[Fronts][32][32];  // each front warp's copy of its tile's image
   uint4 owner_cum[OwnerScratch > 0 ? OwnerScratch : 1][32];  // LateSlot: cumulative row carries until a slot is free
 };
+// Fronts + owners + output warps, one block per SM. Stamps: [1] a front's tile (copy, sums,
+// words), [7] its wait for the lag; [2]-[4] the owners' look-backs, [8]-[9] the words they read,
+// [11] (LateSlot) their wait for a slot; [5] output.
 // LateSlot: an owner resolves its carries first (cumulative row carries in its own 512 bytes) and
 // takes a tile slot only then, for the image copy and the hand-over: a slot is held for one
 // round trip instead of the whole look-back, so more owners fit than slots.
@@ -826,7 +844,6 @@ __global__ void __launch_bounds__((Fronts + Owners + Outputs) * 32, 1) satahead(
   if (warp < Fronts) return front_loop(q, A.front_img[warp]);
   if (warp < Fronts + Owners) {
     const uint64_t pol = policy_evict_first();
-    const size_t stride = size_t(q.w) / 4;
     for (;;) {
       int i = -1;
       if (!LateSlot)
@@ -838,27 +855,20 @@ __global__ void __launch_bounds__((Fronts + Owners + Outputs) * 32, 1) satahead(
       }
       if (q.stamps && lane == 0) atomicAdd(q.stamps + 6, 1ull);
       tk = clock64();
-      const uint4* src = reinterpret_cast<const uint4*>(q.img + size_t(ti) * TR * q.w + size_t(tj) * 128) + lane;
-      auto copy_image = [&](ws_slot<TR>& sl) {
-        for (int r = 0; r < rows; ++r) copy16_async(&sl.img[r][lane], src + r * stride, pol);
-        canopy::detail::sat::cp_async_commit();
-      };
-      if (!LateSlot) copy_image(S.slot[i]);
+      if (!LateSlot) copy_tile_async<TR>(q, ti, tj, rows, S.slot[i].img, pol);
       uint32_t ccar[16], corner[4];
-      uint4* cum = LateSlot ? A.owner_cum[(warp - Fronts) % (LateSlot ? Owners : 1)] : S.slot[i < 0 ? 0 : i].cum;
+      uint4* cum = LateSlot ? A.owner_cum[warp - Fronts] : S.slot[i].cum;
       tile_carries_ahead<RW, CW, ColumnsFirst>(q, ti, tj, cum, ccar, corner, tk);
       if (LateSlot) {
         while ((i = take_slot<Slots>(S.slot, 0, 3, warp)) < 0) __nanosleep(64);
-        copy_image(S.slot[i]);
+        copy_tile_async<TR>(q, ti, tj, rows, S.slot[i].img, pol);
         S.slot[i].cum[lane] = cum[lane];
         stamp(q, 11, tk);
       }
       ws_slot<TR>& sl = S.slot[i];
-      async_wait<0>();
-      __syncwarp();
       ws_hand_over(sl, ti, tj, rows, corner, ccar);
     }
-    if (lane == 0) { __threadfence_block(); atomicAdd(&S.owners_done, 1); }
+    ws_owner_done(S);
     return;
   }
   ws_output_loop<Slots, TR, 1>(q, S, warp - Fronts - Owners, Owners, policy_evict_first());
@@ -867,8 +877,10 @@ __global__ void __launch_bounds__((Fronts + Owners + Outputs) * 32, 1) satahead(
 // Carries resolved on quiet SMs (session 14). Three roles, one block per SM:
 //   - blocks 0..front_blocks-1 are resolvers: every warp claims tiles in order (counter 2) and runs
 //     tile_carries_ahead on them: the three look-backs over the aggregates, the corner aggregate and
-//     the inclusive words. They load no image and store no table, so their L2 round trips are the
-//     quiet-SM ones (about 500 cycles at the median, not about 3000: canopy-sat-l2-latency);
+//     the inclusive words. They load no image and store no table: the idea was that their L2
+//     round trips would be the quiet-SM ones of canopy-sat-l2-latency's single-warp probe (about
+//     500 cycles at the median, not about 3000). Measured, they were not: about 6 kcycles a
+//     read with 13 warps of look-backs an SM (docs/sat.md, session 14);
 //   - on every other SM, producer warps (tile_aggregates, throttled by the lag) publish the
 //     aggregates, owners claim a tile (counter 0), start its image copy (the second read, from L2)
 //     and read its three carries straight from the predecessors' inclusive words (left: rows, above:
@@ -877,14 +889,6 @@ __global__ void __launch_bounds__((Fronts + Owners + Outputs) * 32, 1) satahead(
 // Owners publish nothing, so no chain runs through a storing SM. Deadlock-free with every block
 // resident: producers wait on owner claims, resolvers on producers and earlier resolvers, owners on
 // resolvers of earlier tiles.
-__device__ __forceinline__ tagged_word wait_inclusive(const params& q, const tagged_word* p, tagged_word w) {
-  while (ks::tagged_status(w, q.epoch) != ks::flag_inclusive) {
-    __nanosleep(32);
-    w = ks::load_tagged(p);
-  }
-  return w;
-}
-
 template <int Fronts, int Owners, int Outputs, int Slots, bool ColumnsFirst = true>
 __global__ void __launch_bounds__((Fronts + Owners + Outputs) * 32, 1) satres(params q) {
   constexpr int TR = 32;
@@ -913,7 +917,6 @@ __global__ void __launch_bounds__((Fronts + Owners + Outputs) * 32, 1) satres(pa
   if (warp < Fronts) return front_loop(q, A.front_img[warp]);  // producer
   if (warp < Fronts + Owners) {  // owner
     const uint64_t pol = policy_evict_first();
-    const size_t stride = size_t(q.w) / 4;
     for (;;) {
       int i;
       while ((i = take_slot<Slots>(S.slot, 0, 3, warp)) < 0) __nanosleep(64);
@@ -925,40 +928,33 @@ __global__ void __launch_bounds__((Fronts + Owners + Outputs) * 32, 1) satres(pa
       }
       if (q.stamps && lane == 0) atomicAdd(q.stamps + 6, 1ull);
       tk = clock64();
-      const uint4* src = reinterpret_cast<const uint4*>(q.img + size_t(ti) * TR * q.w + size_t(tj) * 128) + lane;
-      for (int r = 0; r < rows; ++r) copy16_async(&sl.img[r][lane], src + r * stride, pol);
-      canopy::detail::sat::cp_async_commit();
-      // the carries: inclusive words of the tile to the left (rows) and above (columns, corner)
-      const tagged_word* rp = q.roww + (size_t(ti) * q.TW + tj - 1) * 128 + lane;
-      const tagged_word* cp = q.colw + (size_t(ti - 1) * q.TW + tj) * 512 + lane;
-      const tagged_word* kp = q.cornw + (size_t(ti - 1) * q.TW + tj) * 4;
+      copy_tile_async<TR>(q, ti, tj, rows, sl.img, pol);
+      // the carries: the inclusive words of the tile to the left (rows) and of the tile above
+      // (columns, corner), all read at once, then waited for one by one
+      const bool left = tj > 0, up = ti > 0;
+      auto rw_at = [&](int c) { return row_word_at<1>(q, ti, tj, 0, c, lane); };
+      auto cw_at = [&](int e) { return col_word_at(q, ti, tj, 0, e, lane); };
+      auto kw_at = [&](int c) { return corner_words_at(q, ti, tj, 0) + c; };
       tagged_word wr[4], wc[16], wk[4];
 #pragma unroll
-      for (int c = 0; c < 4; ++c) wr[c] = tj > 0 ? ks::load_tagged(rp + c * 32) : 0;
+      for (int c = 0; c < 4; ++c) wr[c] = left ? ks::load_tagged(rw_at(c)) : 0;
 #pragma unroll
-      for (int c = 0; c < 4; ++c)
+      for (int e = 0; e < 16; ++e) wc[e] = up ? ks::load_tagged(cw_at(e)) : 0;
 #pragma unroll
-        for (int k = 0; k < 4; ++k) wc[k * 4 + c] = ti > 0 ? ks::load_tagged(cp + c * 128 + 32 * k) : 0;
-#pragma unroll
-      for (int c = 0; c < 4; ++c) wk[c] = ti > 0 && tj > 0 ? ks::load_tagged(kp + c) : 0;
+      for (int c = 0; c < 4; ++c) wk[c] = up && left ? ks::load_tagged(kw_at(c)) : 0;
       uint32_t L[4], ccar[16], corner[4];
 #pragma unroll
-      for (int c = 0; c < 4; ++c) L[c] = tj > 0 ? ks::tagged_value<uint32_t>(wait_inclusive(q, rp + c * 32, wr[c])) : 0u;
+      for (int c = 0; c < 4; ++c) L[c] = left ? value_once(q, rw_at(c), wr[c], ks::flag_inclusive) : 0u;
 #pragma unroll
-      for (int c = 0; c < 4; ++c)
+      for (int e = 0; e < 16; ++e) ccar[e] = up ? value_once(q, cw_at(e), wc[e], ks::flag_inclusive) : 0u;
 #pragma unroll
-        for (int k = 0; k < 4; ++k)
-          ccar[k * 4 + c] = ti > 0 ? ks::tagged_value<uint32_t>(wait_inclusive(q, cp + c * 128 + 32 * k, wc[k * 4 + c])) : 0u;
-#pragma unroll
-      for (int c = 0; c < 4; ++c) corner[c] = ti > 0 && tj > 0 ? ks::tagged_value<uint32_t>(wait_inclusive(q, kp + c, wk[c])) : 0u;
+      for (int c = 0; c < 4; ++c) corner[c] = up && left ? value_once(q, kw_at(c), wk[c], ks::flag_inclusive) : 0u;
       stamp(q, 10, tk);
       uint32_t ctot[4];
       cumulative_row_carries<1>(L, lane, sl.cum, ctot);
-      async_wait<0>();
-      __syncwarp();
       ws_hand_over(sl, ti, tj, rows, corner, ccar);
     }
-    if (lane == 0) { __threadfence_block(); atomicAdd(&S.owners_done, 1); }
+    ws_owner_done(S);
     return;
   }
   ws_output_loop<Slots, TR, 1>(q, S, warp - Fronts - Owners, Owners, policy_evict_first());
