@@ -310,7 +310,7 @@ constexpr int kPoolRows = 12;  // rows of a warp's 6 KB (stage + ring)
 // evict_last policy. The running column sums pass from band to band in shared memory (sV, handed
 // over by sflag), with only shared-memory work between the wait and the hand-over.
 template <int W>
-__device__ __noinline__ void strip_role(const args& a, int i, int warp, int lane, uint4* pool, uint4* sV, volatile unsigned* sflag) {
+__device__ void strip_role(const args& a, int i, int warp, int lane, uint4* pool, uint4* sV, volatile unsigned* sflag) {
   const uint64_t pol = policy_evict_last();
   const uint4* base = reinterpret_cast<const uint4*>(a.img) + size_t(i) * 32 + lane;
   const size_t stride = size_t(a.w) / 4;
@@ -426,7 +426,7 @@ __device__ __noinline__ void strip_role(const args& a, int i, int warp, int lane
 }
 
 // R(b): lane = row.
-__device__ __noinline__ void row_item(const args& a, int b, int lane) {
+__device__ void row_item(const args& a, int b, int lane) {
   const long long waited = wait_reach(&a.bandcnt[b * kPad], a.epoch * unsigned(a.TW), lane);
   const long long t0 = clock64();
   const int slot = b % a.L;
@@ -458,7 +458,7 @@ __device__ __noinline__ void row_item(const args& a, int b, int lane) {
 }
 
 // C(i, b): K3's walk.
-__device__ __noinline__ void table_item(const args& a, int i, int b, int lane, uint4* stg, uint4 (*rg)[32]) {
+__device__ void table_item(const args& a, int i, int b, int lane, uint4* stg, uint4 (*rg)[32]) {
   const int y0 = b * HT, x0 = i * SW, rows = min(HT, a.h - y0);
   const uint4* src = reinterpret_cast<const uint4*>(a.img + size_t(y0) * a.w + x0) + lane;
   const size_t stride = size_t(a.w) / 4;
