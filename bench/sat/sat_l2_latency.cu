@@ -28,16 +28,11 @@
 
 #include <cuda_runtime.h>
 
+#include <canopy/structures/detail/sat_kernels.cuh>  // load_tagged
+
 #include "sat_proto_common.cuh"
 
-#define LAT_CHECK(x)                                                                      \
-  do {                                                                                    \
-    const cudaError_t e_ = (x);                                                           \
-    if (e_ != cudaSuccess) {                                                              \
-      std::printf("CUDA error in %s: %s\n", #x, cudaGetErrorString(e_));                  \
-      std::exit(1);                                                                       \
-    }                                                                                     \
-  } while (0)
+#define CK SAT_PROTO_CHECK
 
 namespace {
 
@@ -59,18 +54,6 @@ struct probe_params {
   int method;  // 0 ld.relaxed.gpu, 1 cp.async.bulk
   int batch;   // storers' 512-byte stores (in groups of 8) between two looks at the stop flag
 };
-
-__device__ __forceinline__ unsigned long long load_relaxed_gpu(const unsigned long long* p) {
-  unsigned long long w;
-  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(p) : "memory");
-  return w;
-}
-
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 // One probe through the copy engine: 16 bytes into shared memory, waited for on the mbarrier.
 __device__ __forceinline__ unsigned long long load_bulk(const unsigned long long* p, unsigned long long* dst, unsigned mbar,
@@ -107,8 +90,8 @@ __global__ void __launch_bounds__(kStoreWarps * 32, 1) probe_kernel(probe_params
     }
 #endif
     __syncwarp();
-    const unsigned long long t0 = global_ns();
-    while (global_ns() - t0 < 20000) {  // let the storers get going
+    const unsigned long long t0 = sat_proto::global_ns();
+    while (sat_proto::global_ns() - t0 < 20000) {  // let the storers get going
     }
     uint4* own = q.buf + q.units - kProberStoreUnits;  // the prober's own region
     unsigned long long* words = reinterpret_cast<unsigned long long*>(smem);
@@ -119,7 +102,7 @@ __global__ void __launch_bounds__(kStoreWarps * 32, 1) probe_kernel(probe_params
         for (int k = 0; k < kProberStoreUnits / 32; ++k) __stcs(own + 32 * k + lane, make_uint4(i, k, 0, 0));
       if (lane == 0) {
         const long long c0 = clock64();
-        if (q.method == 0) idx = load_relaxed_gpu(q.chase + idx);
+        if (q.method == 0) idx = canopy::detail::sat::load_tagged(q.chase + idx);  // the look-backs' load
         else idx = load_bulk(q.chase + 2 * (idx & (kChase / 2 - 1)), words, mbar, phase);
         idx &= kChase - 1;
         reinterpret_cast<volatile unsigned long long*>(words)[2] = idx;  // waits for the value
@@ -206,9 +189,9 @@ int main(int argc, char** argv) {
   }
   if (!sat_proto::cuda_device_present(program)) return 77;
   int device = 0;
-  LAT_CHECK(cudaGetDevice(&device));
+  CK(cudaGetDevice(&device));
   cudaDeviceProp prop{};
-  LAT_CHECK(cudaGetDeviceProperties(&prop, device));
+  CK(cudaGetDeviceProperties(&prop, device));
   const bool sm90 = prop.major >= 9;
   int khz = 0;
   cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device);
@@ -219,24 +202,24 @@ int main(int argc, char** argv) {
   std::vector<unsigned long long> chase(2 * kChase);
   for (int i = 0; i < 2 * kChase; ++i) chase[i] = (unsigned long long)((i * 97 + 13) % kChase);  // a cycle through the table
   unsigned long long* dchase;
-  LAT_CHECK(cudaMalloc(&dchase, chase.size() * 8));
-  LAT_CHECK(cudaMemcpy(dchase, chase.data(), chase.size() * 8, cudaMemcpyHostToDevice));
+  CK(cudaMalloc(&dchase, chase.size() * 8));
+  CK(cudaMemcpy(dchase, chase.data(), chase.size() * 8, cudaMemcpyHostToDevice));
   q.chase = dchase;
   q.units = (size_t(2) << 30) / 16;
   uint4* src;
-  LAT_CHECK(cudaMalloc(&q.buf, q.units * 16));
-  LAT_CHECK(cudaMalloc(&src, q.units * 16));
-  LAT_CHECK(cudaMemset(q.buf, 1, q.units * 16));
-  LAT_CHECK(cudaMemset(src, 1, q.units * 16));
+  CK(cudaMalloc(&q.buf, q.units * 16));
+  CK(cudaMalloc(&src, q.units * 16));
+  CK(cudaMemset(q.buf, 1, q.units * 16));
+  CK(cudaMemset(src, 1, q.units * 16));
   q.src = src;
-  LAT_CHECK(cudaMalloc(&q.stop, 4));
-  LAT_CHECK(cudaMalloc(&q.samples, (probes + 1) * 8));
-  LAT_CHECK(cudaMalloc(&q.bytes, 8));
+  CK(cudaMalloc(&q.stop, 4));
+  CK(cudaMalloc(&q.samples, (probes + 1) * 8));
+  CK(cudaMalloc(&q.bytes, 8));
   // 150 KB of dynamic shared memory: room for the bulk stores' sources (4 KB a warp after the
   // prober's words), and one block per SM, so block 0's SM runs nothing else.
   constexpr int smem = 150 * 1024;
   static_assert(4096 * (kStoreWarps + 1) <= smem, "the bulk stores' sources fit");
-  LAT_CHECK(cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CK(cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   struct traffic_case { const char* name; unsigned mode; bool needs_sm90; };
   const traffic_case cases[] = {
       {"idle", 0, false},
@@ -256,22 +239,22 @@ int main(int argc, char** argv) {
       if (c.needs_sm90 && !sm90) continue;
       q.mode = c.mode;
       q.method = method;
-      LAT_CHECK(cudaMemset(q.stop, 0, 4));
-      LAT_CHECK(cudaMemset(q.bytes, 0, 8));
+      CK(cudaMemset(q.stop, 0, 4));
+      CK(cudaMemset(q.bytes, 0, 8));
       cudaEvent_t a, b;
-      LAT_CHECK(cudaEventCreate(&a));
-      LAT_CHECK(cudaEventCreate(&b));
-      LAT_CHECK(cudaEventRecord(a));
+      CK(cudaEventCreate(&a));
+      CK(cudaEventCreate(&b));
+      CK(cudaEventRecord(a));
       probe_kernel<<<prop.multiProcessorCount, kStoreWarps * 32, smem>>>(q);
-      LAT_CHECK(cudaGetLastError());
-      LAT_CHECK(cudaEventRecord(b));
-      LAT_CHECK(cudaDeviceSynchronize());
+      CK(cudaGetLastError());
+      CK(cudaEventRecord(b));
+      CK(cudaDeviceSynchronize());
       float ms = 0;
-      LAT_CHECK(cudaEventElapsedTime(&ms, a, b));
+      CK(cudaEventElapsedTime(&ms, a, b));
       std::vector<long long> s(probes + 1);
       unsigned long long bytes = 0;
-      LAT_CHECK(cudaMemcpy(s.data(), q.samples, (probes + 1) * 8, cudaMemcpyDeviceToHost));
-      LAT_CHECK(cudaMemcpy(&bytes, q.bytes, 8, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(s.data(), q.samples, (probes + 1) * 8, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(&bytes, q.bytes, 8, cudaMemcpyDeviceToHost));
       s.resize(probes);
       std::sort(s.begin(), s.end());
       std::printf("%-8s %-36s %8lld %8lld %8lld %8lld %6.0f GB/s\n", method ? "bulk16" : "ld.gpu", c.name, s[probes / 10], s[probes / 2],

@@ -57,6 +57,21 @@ __device__ __forceinline__ void async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+//! A word another block publishes, read through L2 without ordering (spin-waits: a fence follows
+//! the wait, not each poll).
+__device__ __forceinline__ unsigned ld_relaxed_gpu(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+//! The GPU's global timer in ns (the same clock on every SM, unlike clock64).
+__device__ __forceinline__ std::uint64_t global_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 //! Inclusive sum of x over lanes 0..lane of the warp.
 __device__ __forceinline__ std::uint32_t warp_inclusive_sum(std::uint32_t x, int lane) {
 #pragma unroll

@@ -74,7 +74,19 @@ struct strip_sums {
     for (int o = 16; o; o >>= 1) { sRB += __shfl_xor_sync(~0u, sRB, o); sGA += __shfl_xor_sync(~0u, sGA, o); }
     if (lane == r) { myRB = sRB; myGA = sGA; }
   }
+  //! Column k's sums (R, G, B, A) and row `lane`'s.
+  __device__ __forceinline__ uint4 column(int k) const { return rgba(cRB[k], cGA[k]); }
+  __device__ __forceinline__ uint4 row() const { return rgba(myRB, myGA); }
+  __device__ __forceinline__ static uint4 rgba(uint32_t rb, uint32_t ga) { return make_uint4(rb & 0xFFFFu, ga & 0xFFFFu, rb >> 16, ga >> 16); }
 };
+__device__ __forceinline__ uint4 add4(uint4 a, uint4 b) { return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
+// The sum of v over the warp, in every lane.
+__device__ __forceinline__ uint4 warp_sum4(uint4 v) {
+#pragma unroll
+  for (int o = 16; o; o >>= 1)
+    v = add4(v, make_uint4(__shfl_xor_sync(~0u, v.x, o), __shfl_xor_sync(~0u, v.y, o), __shfl_xor_sync(~0u, v.z, o), __shfl_xor_sync(~0u, v.w, o)));
+  return v;
+}
 // K1: warp per (16-row band ti1, 128-px strip tj).
 __global__ void __launch_bounds__(256) q1(const uint32_t* __restrict__ img, int w, int h, int TW, int TH1, uint4* colsum, uint4* rowsum, uint4* total) {
   const warp_strip ws(img, w, h, TW, H1);
@@ -89,24 +101,17 @@ __global__ void __launch_bounds__(256) q1(const uint32_t* __restrict__ img, int 
   strip_sums sum;
 #pragma unroll
   for (int i = 0; i < H1; ++i) sum.add_row(p[i], i, lane);
-  const uint32_t myRB = sum.myRB, myGA = sum.myGA;
-  const uint32_t* cRB = sum.cRB;
-  const uint32_t* cGA = sum.cGA;
-  if (lane < rows) rowsum[size_t(y0 + lane) * TW + tj] = make_uint4(myRB & 0xFFFFu, myGA & 0xFFFFu, myRB >> 16, myGA >> 16);
+  if (lane < rows) rowsum[size_t(y0 + lane) * TW + tj] = sum.row();
   uint4* cs = colsum + size_t(ti) * w + x0 + 4 * lane;
-  uint32_t t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+  uint4 t = make_uint4(0, 0, 0, 0);
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
-    const uint4 v = make_uint4(cRB[k] & 0xFFFFu, cGA[k] & 0xFFFFu, cRB[k] >> 16, cGA[k] >> 16);
+    const uint4 v = sum.column(k);
     cs[k] = v;
-    t0 += v.x; t1 += v.y; t2 += v.z; t3 += v.w;
+    t = add4(t, v);
   }
-#pragma unroll
-  for (int o = 16; o; o >>= 1) {
-    t0 += __shfl_xor_sync(~0u, t0, o); t1 += __shfl_xor_sync(~0u, t1, o);
-    t2 += __shfl_xor_sync(~0u, t2, o); t3 += __shfl_xor_sync(~0u, t3, o);
-  }
-  if (lane == 0) total[size_t(ti) * TW + tj] = make_uint4(t0, t1, t2, t3);
+  t = warp_sum4(t);
+  if (lane == 0) total[size_t(ti) * TW + tj] = t;
 }
 
 // Exclusive prefix in place over n elements at stride `st` (scalars), storing only every `keep`-th
@@ -173,6 +178,49 @@ __device__ __forceinline__ void walk_row(uint4 pv, uint4 rcar, int r, int lane, 
 
 constexpr int kRing = 8;
 
+// A K3 walk's image rows arrive through an 8-row cp.async ring (rg, this warp's): walk_head starts
+// rows 0..6; walk_rows then starts row r + 7 before it scans row r, and stores each 2 KB table row
+// through the warp's stage (512 contiguous bytes a store instruction). src: the lane's 16-byte unit
+// in the tile's first image row; stride: units per image row; dst: the tile's first table unit.
+// NoLoad: synthetic pixels, no image loads; NoStore: the table rows kept alive but not stored
+// (K3's diagnostics).
+__device__ __forceinline__ void walk_head(const uint4* src, size_t stride, int rows, uint4 (*rg)[32], int lane, uint64_t pol) {
+#pragma unroll
+  for (int r = 0; r < kRing - 1; ++r) {
+    if (r < rows) copy16_async(&rg[r][lane], src + r * stride, pol);
+    canopy::detail::sat::cp_async_commit();
+  }
+}
+template <int NoLoad = 0, int NoStore = 0>
+__device__ __forceinline__ void walk_rows(const uint4* src, size_t stride, int rows, uint4 (*rg)[32], uint4 rcar, uint32_t (&run)[4][4],
+                                          uint4* stg, uint4* dst, size_t dst_stride, int lane, uint64_t pol) {
+#pragma unroll 1
+  for (int r = 0; r < rows; ++r) {
+    uint4 pv;
+    if (NoLoad) pv = make_uint4(lane * 77 + r, lane ^ r, lane + 3 * r, lane * r);
+    else {
+      const int nr = r + kRing - 1;
+      if (nr < rows) copy16_async(&rg[nr % kRing][lane], src + nr * stride, pol);
+      canopy::detail::sat::cp_async_commit();
+      async_wait<kRing - 1>();
+      pv = rg[r % kRing][lane];
+    }
+    uint32_t out[16];  // 4 pixels x 4 channels
+    walk_row(pv, rcar, r, lane, run, out);
+    canopy::detail::sat::stage_segment(stg, out, lane);
+    __syncwarp();
+    uint4* d = dst + size_t(r) * dst_stride;
+    if (NoStore) {  // keep the values alive, store nothing
+      const uint4 v = stg[lane];
+      if (v.x == 0x9e3779b9u && v.y == 7u) d[lane] = v;
+    } else {
+      canopy::detail::sat::store_staged_row<4>(d, stg, 128, lane);
+    }
+    __syncwarp();
+  }
+  if (!NoLoad) async_wait<0>();
+}
+
 // K3: warp per (32-row tile row ti, strip tj).
 template <int NoLoad, int NoStore>
 __global__ void __launch_bounds__(256) q3(const uint32_t* __restrict__ img, int w, int h, int TW, int TH, const uint4* __restrict__ V,
@@ -186,10 +234,7 @@ __global__ void __launch_bounds__(256) q3(const uint32_t* __restrict__ img, int 
   const size_t stride = ws.stride;
   const uint64_t lpol = policy_evict_first();
   uint4 (*rg)[32] = ring[warp];
-  if (!NoLoad) {
-#pragma unroll
-    for (int i = 0; i < kRing - 1; ++i) { if (i < rows) copy16_async(&rg[i][lane], src + i * stride, lpol); canopy::detail::sat::cp_async_commit(); }
-  }
+  if (!NoLoad) walk_head(src, stride, rows, rg, lane, lpol);
   uint32_t run[4][4];
   {
     uint32_t cn[4] = {0, 0, 0, 0};
@@ -203,38 +248,12 @@ __global__ void __launch_bounds__(256) q3(const uint32_t* __restrict__ img, int 
     walk_start(V + size_t(2 * ti) * w + x0 + 4 * lane, cn, lane, run);
   }
   const uint4 rcar = lane < rows ? __ldcg(rowcarry + size_t(y0 + lane) * TW + tj) : make_uint4(0, 0, 0, 0);
-  uint4* stg = stage[warp];
-  uint4* dst = table + size_t(y0) * w + x0;
-#pragma unroll 1
-  for (int r = 0; r < rows; ++r) {
-    uint4 pv;
-    if (NoLoad) pv = make_uint4(lane * 77 + r, lane ^ r, lane + 3 * r, lane * r);
-    else {
-      const int nr = r + kRing - 1;
-      if (nr < rows) copy16_async(&rg[nr % kRing][lane], src + nr * stride, lpol);
-      canopy::detail::sat::cp_async_commit();
-      async_wait<kRing - 1>();
-      pv = rg[r % kRing][lane];
-    }
-    uint32_t out[16];  // 4 pixels x 4 channels
-    walk_row(pv, rcar, r, lane, run, out);
-    canopy::detail::sat::stage_segment(stg, out, lane);
-    __syncwarp();
-    uint4* d = dst + size_t(r) * w;
-    if (NoStore) {  // keep the values alive, store nothing
-      const uint4 v = stg[lane];
-      if (v.x == 0x9e3779b9u && v.y == 7u) d[lane] = v;
-    } else {
-      canopy::detail::sat::store_staged_row<4>(d, stg, 128, lane);
-    }
-    __syncwarp();
-  }
-  if (!NoLoad) async_wait<0>();
+  walk_rows<NoLoad, NoStore>(src, stride, rows, rg, rcar, run, stage[warp], table + size_t(y0) * w + x0, w, lane, lpol);
 }
 // ---- Banded pipeline in one kernel (session 15) ----------------------------------------------
 // The three kernels above as one persistent kernel that works down the image a 32-row band at a
 // time, so that the second image read (the table walk) finds the band still in L2:
-//   strip blocks (blocks 0..TW-1, one per 128-px strip, 8 warps taking bands in turn): load the
+//   strip blocks (blocks 0..TW-1, one per 128-px strip, their W warps taking bands in turn): load the
 //     band's tile with an evict_last policy, publish its row sums, and pass the running column
 //     sums down the strip through shared memory (the column carries never cross the chip); they
 //     publish each band's column carries (2 KB) and the strip's total above the band;
@@ -249,7 +268,7 @@ __global__ void __launch_bounds__(256) q3(const uint32_t* __restrict__ img, int 
 // Every wait points at an item earlier in the deal (D < L), so with all blocks resident the
 // pipeline cannot deadlock. Counters are never cleared: build e waits for e * TW arrivals.
 namespace band {
-constexpr int kStripBatch = 8;  // image rows a strip warp has in flight
+constexpr int kStripBatch = 8;  // image rows of a band a strip warp loads into registers
 constexpr int kPad = 32;        // counters one 128-byte line apart: polls and arrivals on different lines
 constexpr int kRowBatch = 8;    // row-sum loads an R item has in flight
 
@@ -271,11 +290,6 @@ struct args {
                                           // tmin[TH] the kernel's start (min)
 };
 
-__device__ __forceinline__ unsigned ld_volatile(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 // Lane 0 waits until *p has reached `target` (wrap-safe), then the warp goes on; returns the
 // cycles waited.
 __device__ __forceinline__ long long wait_reach(const unsigned* p, unsigned target, int lane, unsigned max_ns = 256) {
@@ -283,7 +297,7 @@ __device__ __forceinline__ long long wait_reach(const unsigned* p, unsigned targ
   if (lane == 0) {
     const long long t0 = clock64();
     unsigned ns = 32;
-    while (int(ld_volatile(p) - target) < 0) {
+    while (int(ld_relaxed_gpu(p) - target) < 0) {
       __nanosleep(ns);
       if (ns < max_ns) ns *= 2;
     }
@@ -293,12 +307,6 @@ __device__ __forceinline__ long long wait_reach(const unsigned* p, unsigned targ
   __syncwarp();
   return waited;
 }
-__device__ __forceinline__ unsigned long long now_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-__device__ __forceinline__ uint4 add4(uint4 a, uint4 b) { return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
 __device__ __forceinline__ uint4 shfl4(uint4 v, int src) {
   return make_uint4(__shfl_sync(~0u, v.x, src), __shfl_sync(~0u, v.y, src), __shfl_sync(~0u, v.z, src), __shfl_sync(~0u, v.w, src));
 }
@@ -362,9 +370,6 @@ __device__ void strip_role(const args& a, int i, int warp, int lane, uint4* pool
     }
     __syncwarp();
     loading += clock64() - tl;
-    const uint32_t myRB = sum.myRB, myGA = sum.myGA;
-    const uint32_t* cRB = sum.cRB;
-    const uint32_t* cGA = sum.cGA;
     const int slot = s % a.L;
     // The running column sums: wait for the warp of band s-1 to leave them in shared memory; only
     // shared-memory work until the hand-over (global stores there could wait behind the SM's
@@ -380,7 +385,7 @@ __device__ void strip_role(const args& a, int i, int warp, int lane, uint4* pool
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       v[k] = sV[4 * lane + k];
-      sV[4 * lane + k] = add4(v[k], make_uint4(cRB[k] & 0xFFFFu, cGA[k] & 0xFFFFu, cRB[k] >> 16, cGA[k] >> 16));
+      sV[4 * lane + k] = add4(v[k], sum.column(k));
     }
     __syncwarp();
     if (lane == 0) {
@@ -390,7 +395,7 @@ __device__ void strip_role(const args& a, int i, int warp, int lane, uint4* pool
     held += clock64() - th;
     chained += th - tc;
     const long long ts = clock64();
-    a.rows[(size_t(slot) * a.TW + i) * 32 + lane] = make_uint4(myRB & 0xFFFFu, myGA & 0xFFFFu, myRB >> 16, myGA >> 16);
+    a.rows[(size_t(slot) * a.TW + i) * 32 + lane] = sum.row();
     uint4* vp = a.V + (size_t(slot) * a.TW + i) * 128 + 4 * lane;
     uint4 t = make_uint4(0, 0, 0, 0);
 #pragma unroll
@@ -398,8 +403,7 @@ __device__ void strip_role(const args& a, int i, int warp, int lane, uint4* pool
       vp[k] = v[k];
       t = add4(t, v[k]);
     }
-#pragma unroll
-    for (int o = 16; o; o >>= 1) t = add4(t, make_uint4(__shfl_xor_sync(~0u, t.x, o), __shfl_xor_sync(~0u, t.y, o), __shfl_xor_sync(~0u, t.z, o), __shfl_xor_sync(~0u, t.w, o)));
+    t = warp_sum4(t);
     if (lane == 0) a.tot[size_t(slot) * a.TW + i] = t;
     __syncwarp();
     const long long tp = clock64();
@@ -410,7 +414,7 @@ __device__ void strip_role(const args& a, int i, int warp, int lane, uint4* pool
     __syncwarp();
     if (lane == 0) {
       atomicAdd(&a.bandcnt[s * kPad], 1u);
-      if (a.stamps) atomicMax(&a.tmax[3 * s], now_ns());
+      if (a.stamps) atomicMax(&a.tmax[3 * s], global_ns());
     }
     __syncwarp();
     fenced += clock64() - tf;
@@ -453,8 +457,11 @@ __device__ void row_item(const args& a, int b, int lane) {
     cacc = add4(cacc, shfl4(inc, 31));
   }
   canopy::detail::sat::publish_flag(&a.rflag[b * kPad], a.epoch, lane);
-  if (a.stamps && lane == 0) a.tmax[3 * b + 1] = now_ns();
-  if (a.stamps && lane == 0) { atomicAdd(&a.stamps[1], (unsigned long long)waited); atomicAdd(&a.stamps[2], (unsigned long long)(clock64() - t0)); }
+  if (a.stamps && lane == 0) {
+    a.tmax[3 * b + 1] = global_ns();
+    atomicAdd(&a.stamps[1], (unsigned long long)waited);
+    atomicAdd(&a.stamps[2], (unsigned long long)(clock64() - t0));
+  }
 }
 
 // C(i, b): K3's walk.
@@ -463,13 +470,9 @@ __device__ void table_item(const args& a, int i, int b, int lane, uint4* stg, ui
   const uint4* src = reinterpret_cast<const uint4*>(a.img + size_t(y0) * a.w + x0) + lane;
   const size_t stride = size_t(a.w) / 4;
   const uint64_t lpol = policy_evict_first();
-  auto head = [&] {
-#pragma unroll
-    for (int r = 0; r < kRing - 1; ++r) { if (r < rows) copy16_async(&rg[r][lane], src + r * stride, lpol); canopy::detail::sat::cp_async_commit(); }
-  };
-  if (a.early) head();
+  if (a.early) walk_head(src, stride, rows, rg, lane, lpol);
   const long long waited = wait_reach(&a.rflag[b * kPad], a.epoch, lane, 1024);
-  if (!a.early) head();
+  if (!a.early) walk_head(src, stride, rows, rg, lane, lpol);
   const int slot = b % a.L;
   uint32_t run[4][4];
   {
@@ -478,33 +481,18 @@ __device__ void table_item(const args& a, int i, int b, int lane, uint4* stg, ui
     walk_start(a.V + (size_t(slot) * a.TW + i) * 128 + 4 * lane, corner, lane, run);
   }
   const uint4 rcar = __ldcg(a.rcar + (size_t(slot) * a.TW + i) * 32 + lane);
-  // The carries are in registers (used above / below only through values already loaded): let the
-  // strips reuse the ring slot.
-  const uint32_t keep = rcar.x ^ run[0][0];
-  if (__any_sync(~0u, keep == 0x9e3779b9u)) __nanosleep(0);
+  // Every lane's carries are in its registers once a vote on values made from them has run (the
+  // vote cannot issue before the loads return): only then may the strips reuse the ring slot.
+  if (__any_sync(~0u, (rcar.x ^ run[0][0]) == 0x9e3779b9u)) __nanosleep(0);
   if (lane == 0 && !a.replay) {
     atomicAdd(&a.cons[b * kPad], 1u);
-    if (a.stamps) atomicMin(&a.tmin[b], now_ns());
+    if (a.stamps) atomicMin(&a.tmin[b], global_ns());
   }
-  uint4* dst = a.table + size_t(y0) * a.w + x0;
-#pragma unroll 1
-  for (int r = 0; r < rows; ++r) {
-    const int nr = r + kRing - 1;
-    if (nr < rows) copy16_async(&rg[nr % kRing][lane], src + nr * stride, lpol);
-    canopy::detail::sat::cp_async_commit();
-    async_wait<kRing - 1>();
-    uint32_t out[16];
-    walk_row(rg[r % kRing][lane], rcar, r, lane, run, out);
-    canopy::detail::sat::stage_segment(stg, out, lane);
-    __syncwarp();
-    canopy::detail::sat::store_staged_row<4>(dst + size_t(r) * a.w, stg, 128, lane);
-    __syncwarp();
-  }
-  async_wait<0>();
+  walk_rows(src, stride, rows, rg, rcar, run, stg, a.table + size_t(y0) * a.w + x0, a.w, lane, lpol);
   __syncwarp();
   if (a.stamps && lane == 0) {
     atomicAdd(&a.stamps[3], (unsigned long long)waited);
-    atomicMax(&a.tmax[3 * b + 2], now_ns());
+    atomicMax(&a.tmax[3 * b + 2], global_ns());
   }
 }
 
@@ -516,7 +504,7 @@ template <int W>
 __global__ void __launch_bounds__(W * 32, 16 / W * 2) kernel(args a) {
   extern __shared__ uint4 smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (a.stamps && threadIdx.x == 0) atomicMin(&a.tmin[a.TH], now_ns());
+  if (a.stamps && threadIdx.x == 0) atomicMin(&a.tmin[a.TH], global_ns());
   uint4* mine = smem + warp * 384;
   uint4* sV = smem + W * 384;
   if (int(blockIdx.x) < a.TW) {
@@ -532,16 +520,13 @@ __global__ void __launch_bounds__(W * 32, 16 / W * 2) kernel(args a) {
   const int g = (int(blockIdx.x) - a.TW) * W + warp;
   const int n = a.D + a.TH * (a.TW + 1);
   for (int k = g; k < n; k += G) {
-    if (k < a.D) {
-      if (k < a.TH && !a.replay) row_item(a, k, lane);
+    const int j = k - a.D, b = j / (a.TW + 1), m = j % (a.TW + 1);  // for k >= D: band b, m - 1 its strip
+    if (k >= a.D && m > 0) {
+      table_item(a, m - 1, b, lane, mine, reinterpret_cast<uint4 (*)[32]>(mine + 128));
       continue;
     }
-    const int j = k - a.D, b = j / (a.TW + 1), m = j % (a.TW + 1);
-    if (m == 0) {
-      if (b + a.D < a.TH && !a.replay) row_item(a, b + a.D, lane);
-    } else {
-      table_item(a, m - 1, b, lane, mine, reinterpret_cast<uint4 (*)[32]>(mine + 128));
-    }
+    const int rb = k < a.D ? k : b + a.D;  // R(0..D-1) first, then R(b + D) before band b's walks
+    if (rb < a.TH && !a.replay) row_item(a, rb, lane);
   }
 }
 }  // namespace band

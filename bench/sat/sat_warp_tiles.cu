@@ -403,11 +403,6 @@ struct ws_smem {
   int owners_done;
 };
 
-__device__ __forceinline__ unsigned ld_relaxed_gpu(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 __device__ __forceinline__ int ld_acquire_cta(const int* p) {
   int v;
   asm volatile("ld.acquire.cta.shared.b32 %0, [%1];" : "=r"(v) : "r"(unsigned(__cvta_generic_to_shared(p))) : "memory");
@@ -1145,8 +1140,6 @@ int main(int argc, char** argv) {
       {"ws64r2", true, [] { run_ws<4, 4, 6, 64, 2>(); }},
       {"wp64r2", true, [] { run_wp<4, 4, 6, 64, 2>(); }},
       {"wp32r2", false, [] { run_wp<5, 5, 11, 32, 2>(); }},
-      // Diagnostics (tables wrong by design, not checked): every look-back skipped, the ceiling of
-      // the structure without them; and the same in raster tile order.
       // SM-specialised: fronts on their own SMs (session 13).
       {"split12", false, [] { run_split<12, 12, 12>(); }},
       {"split16", false, [] { run_split<12, 12, 16>(); }},
@@ -1174,6 +1167,9 @@ int main(int argc, char** argv) {
       {"res-o5", false, [] { run_res<3, 5, 6, 8>(); }},
       {"res-f2", false, [] { run_res<2, 4, 6, 9>(); }},
       {"res-rows", false, [] { run_res<3, 4, 6, 8, false>(); }},
+      // Diagnostics (tables wrong by design, not checked): every look-back skipped, the ceiling of
+      // the structure without them; the same in raster tile order, without descriptor words, or
+      // with the words in a ring.
       {"ws32-nolb", true, [] { run_ws<5, 6, 10, 32, 1, 1>(); }},
       {"ws32-nolb-raster", true, [] { run_ws<5, 6, 10, 32, 1, 3>(); }},
       {"ws32-nolb-nopub", false, [] { run_ws<5, 6, 10, 32, 1, 5>(); }},

@@ -572,10 +572,11 @@ TEST_F(CudaSat, RefusedCooperativeLaunchFallsBackToOneTilePerBlock) {
 
 TEST_F(CudaSat, KeptScratchReadsNoStaleWordsAcrossBuildsLayoutsAndEpochWraps) {
   // summed_area_table keeps its look-back scratch and tags each build with a new epoch, clearing
-  // at most the tile counter (only the one-tile-per-block mode reads it): words left by earlier builds (other images, sizes, channel counts, so
-  // other layouts over the same bytes) must read as empty. Builds through one kept scratch, each
-  // checked exactly; before some of them the epoch is moved to just below the wrap, so that the
-  // wrap (a clear of the whole buffer) and the builds right before and after it are exercised.
+  // at most the tile counter (only the one-tile-per-block mode reads it): words left by earlier
+  // builds (other images, sizes, channel counts, so other layouts over the same bytes) must read
+  // as empty. Builds through one kept scratch, each checked exactly; before some of them the epoch
+  // is moved to just below the wrap, so that the wrap (a clear of the whole buffer) and the builds
+  // right before and after it are exercised.
   canopy::detail::sat_kept_scratch kept(ctx());
   struct step {
     int w, h, c;
