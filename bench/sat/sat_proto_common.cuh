@@ -82,6 +82,16 @@ __device__ __forceinline__ std::uint32_t warp_inclusive_sum(std::uint32_t x, int
   return x;
 }
 
+//! Channel-wise sum of two RGBA words.
+__device__ __forceinline__ uint4 add4(uint4 a, uint4 b) { return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
+//! Channel-wise sum of v over the warp's 32 lanes (every lane gets it).
+__device__ __forceinline__ uint4 warp_sum4(uint4 v) {
+#pragma unroll
+  for (int o = 16; o; o >>= 1)
+    v = add4(v, make_uint4(__shfl_xor_sync(~0u, v.x, o), __shfl_xor_sync(~0u, v.y, o), __shfl_xor_sync(~0u, v.z, o), __shfl_xor_sync(~0u, v.w, o)));
+  return v;
+}
+
 //! Row scan of one warp row of RGBA8 pixels, 4 a lane (one 16-byte unit): channels R, B and G, A
 //! as 16-bit pairs (a 128-px row sum of 8-bit values fits 16 bits). p*[k] = the lane's inclusive
 //! prefix up to its pixel k; x* = the sum of the lanes before it (exclusive warp prefix).

@@ -79,14 +79,6 @@ struct strip_sums {
   __device__ __forceinline__ uint4 row() const { return rgba(myRB, myGA); }
   __device__ __forceinline__ static uint4 rgba(uint32_t rb, uint32_t ga) { return make_uint4(rb & 0xFFFFu, ga & 0xFFFFu, rb >> 16, ga >> 16); }
 };
-__device__ __forceinline__ uint4 add4(uint4 a, uint4 b) { return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
-// The sum of v over the warp, in every lane.
-__device__ __forceinline__ uint4 warp_sum4(uint4 v) {
-#pragma unroll
-  for (int o = 16; o; o >>= 1)
-    v = add4(v, make_uint4(__shfl_xor_sync(~0u, v.x, o), __shfl_xor_sync(~0u, v.y, o), __shfl_xor_sync(~0u, v.z, o), __shfl_xor_sync(~0u, v.w, o)));
-  return v;
-}
 // K1: warp per (16-row band ti1, 128-px strip tj).
 __global__ void __launch_bounds__(256) q1(const uint32_t* __restrict__ img, int w, int h, int TW, int TH1, uint4* colsum, uint4* rowsum, uint4* total) {
   const warp_strip ws(img, w, h, TW, H1);
