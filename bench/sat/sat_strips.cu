@@ -38,11 +38,9 @@ namespace strips {
 
 constexpr int SP = 32;    // strip width (px); lane = pixel
 constexpr int BH = 32;    // band rows
-constexpr int R = 8;      // exchange ring slots
 constexpr int PAD = 33;   // words per shared row: conflict-free by row and by column
 constexpr int MAXC = 16;  // cluster size at most
 constexpr unsigned M8 = 0x00FF00FFu;
-constexpr std::size_t warp_bytes = 2 * BH * PAD * 4 + 32 * 16;  // pixels / R|B prefixes, G|A prefixes, row carries
 
 using u64 = unsigned long long;
 
@@ -54,13 +52,6 @@ struct params {
   u64* tot;            // [ncl][NB][32 rows][4 channels] tagged cluster totals
   const uint4* given;  // mode 1: [NB * 32 rows][S] row carries
   u64* stamps;         // optional: per-phase clock sums
-};
-
-struct __align__(16) fixed_shared {
-  u64 agg[R][32][4];  // this block's row sums of band b in slot b % R (tag b + 1)
-  u64 xc[R][32][4];   // block 0: the sum of earlier clusters' totals (tag b + 1)
-  u64 col[32][4];     // the column carry handed from band to band (tag = the band that reads it + 1)
-  unsigned agg_done[R], xc_done[R];
 };
 
 __device__ __forceinline__ uint4 rgba(std::uint32_t rb, std::uint32_t ga) {
@@ -120,48 +111,6 @@ __device__ __forceinline__ void wait_count(const unsigned* p, unsigned need, int
   __syncwarp();
 }
 
-//! Sum over blocks k0..k1-1 of the cluster of the four tagged words at local address `a` in each,
-//! waiting for `tag` (4 blocks' loads in flight at once).
-__device__ __forceinline__ uint4 sum_cluster(unsigned a, int k0, int k1, unsigned tag) {
-  uint4 s = make_uint4(0, 0, 0, 0);
-  for (int k = k0; k < k1; k += 4) {
-    uint4 v[4];
-    bool ok[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      v[u] = make_uint4(0, 0, 0, 0);
-      ok[u] = k + u >= k1 || get4_cluster(map_rank(a, unsigned(k + u)), tag, v[u]);
-    }
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      while (!ok[u]) ok[u] = get4_cluster(map_rank(a, unsigned(k + u)), tag, v[u]);
-      s = add4(s, v[u]);
-    }
-  }
-  return s;
-}
-//! Sum of clusters 0..n-1's totals of band b, row `lane` (4 clusters' loads in flight at once).
-__device__ __forceinline__ uint4 sum_totals(const params& p, int n, int b, int lane) {
-  uint4 s = make_uint4(0, 0, 0, 0);
-  for (int c = 0; c < n; c += 4) {
-    uint4 v[4];
-    bool ok[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      v[u] = make_uint4(0, 0, 0, 0);
-      ok[u] = c + u >= n || get4_global(p.tot + ((std::size_t(c + u) * p.NB + b) * 32 + lane) * 4, p.epoch, v[u]);
-    }
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      while (!ok[u]) {
-        __nanosleep(64);
-        ok[u] = get4_global(p.tot + ((std::size_t(c + u) * p.NB + b) * 32 + lane) * 4, p.epoch, v[u]);
-      }
-      s = add4(s, v[u]);
-    }
-  }
-  return s;
-}
 //! Inclusive prefix of v over lanes 0..lane.
 __device__ __forceinline__ uint4 warp_scan4(uint4 v, int lane) {
 #pragma unroll
@@ -173,135 +122,282 @@ __device__ __forceinline__ uint4 warp_scan4(uint4 v, int lane) {
   return v;
 }
 
-// Stamp slots (sums of clock64 differences over every warp's bands): 0 load + sums, 1 exchange,
-// 2 column chain wait, 3 walk, 4 bands.
+// Block roles (warps in this order): P producers (band b of the strip when b % P == the warp),
+// Q walkers (b % Q), NR relays (b % NR). A band passes through one of K ring slots in shared
+// memory, each holding the band's pixels by row, its column adds, its row sums (`agg`, tagged
+// b + 1, read by other blocks) and the sum of lower clusters' totals that this block gathered
+// (`xp`, tagged b + 1). Producers never wait on another block; relays do, up to K bands ahead:
+//   producer: waits for the slot (its walker done, every remote reader of its row sums done),
+//             copies the band's pixels there (cp.async), publishes the row sums, stores the
+//             column adds, marks the slot loaded;
+//   relay:    in the last block of a full cluster below the last, the cluster's totals of the band
+//             (every block's row sums, remote reads) into global memory (tag = epoch); in clusters
+//             above the first, xp = the totals of clusters j, j + C, ... below this one (one round
+//             of global loads), into the slot;
+//   walker:   waits for the slot to be loaded; row carries = the row sums of blocks 0..j-1 of the
+//             cluster plus the xp of all its blocks (remote reads, one round each); takes the
+//             column carry from the band above and hands on the one for the band below, scans each
+//             row across the warp and writes the table rows (512 contiguous bytes a store), frees
+//             the slot.
+// Producers and relays run up to K bands ahead of the walkers, so the remote waits stay off the
+// walkers' path.
+struct __align__(16) fixed_shared {
+  u64 col[32][4];  // the column carry handed from band to band (tag = the band that reads it + 1)
+  unsigned seq[64], agg_done[64], xp_done[64];
+};
+constexpr std::size_t pix_bytes = BH * PAD * 4;
+constexpr std::size_t slot_bytes = pix_bytes + 32 * 16 + 2 * 32 * 32 + 33 * 16;  // pixels, column adds, agg, xp, row carries + their sum
+struct slot_view {
+  std::uint32_t* pix;
+  uint4* cadd;
+  u64* agg;    // [32 rows][4]
+  u64* xp;     // [32 rows][4]
+  uint4* rcs;  // [32 rows], then their sum
+  __device__ slot_view(unsigned char* dyn, int s) {
+    unsigned char* base = dyn + std::size_t(s) * slot_bytes;
+    pix = reinterpret_cast<std::uint32_t*>(base);
+    cadd = reinterpret_cast<uint4*>(base + pix_bytes);
+    agg = reinterpret_cast<u64*>(base + pix_bytes + 512);
+    xp = agg + 32 * 4;
+    rcs = reinterpret_cast<uint4*>(xp + 32 * 4);
+  }
+};
+
+//! Sum over blocks k0..k1-1 of the cluster of the four tagged words at local address `a` in each,
+//! waiting for `tag` (N blocks' loads in flight); counts itself done at `done` in each.
+template <int N>
+__device__ __forceinline__ uint4 sum_cluster(unsigned a, unsigned done, int k0, int k1, unsigned tag, int lane) {
+  uint4 s = make_uint4(0, 0, 0, 0);
+  for (int k = k0; k < k1; k += N) {
+    uint4 v[N];
+    bool ok[N];
+#pragma unroll
+    for (int u = 0; u < N; ++u) {
+      v[u] = make_uint4(0, 0, 0, 0);
+      ok[u] = k + u >= k1 || get4_cluster(map_rank(a, unsigned(k + u)), tag, v[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < N; ++u) {
+      while (!ok[u]) {
+        __nanosleep(100);  // spinning warps would take issue slots and DSMEM bandwidth from the walkers
+        ok[u] = get4_cluster(map_rank(a, unsigned(k + u)), tag, v[u]);
+      }
+      s = add4(s, v[u]);
+    }
+  }
+  __syncwarp();
+  if (lane >= k0 && lane < k1) count_done(done, unsigned(lane));
+  return s;
+}
+//! Sum of the totals of clusters c0, c0 + step, ... below n for band b, row `lane` (4 in flight).
+__device__ __forceinline__ uint4 sum_totals_strided(const params& p, int c0, int step, int n, int b, int lane) {
+  uint4 s = make_uint4(0, 0, 0, 0);
+  for (int c = c0; c < n; c += 4 * step) {
+    uint4 v[4];
+    bool ok[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int cu = c + u * step;
+      v[u] = make_uint4(0, 0, 0, 0);
+      ok[u] = cu >= n || get4_global(p.tot + ((std::size_t(cu) * p.NB + b) * 32 + lane) * 4, p.epoch, v[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int cu = c + u * step;
+      while (!ok[u]) {
+        __nanosleep(64);
+        ok[u] = get4_global(p.tot + ((std::size_t(cu) * p.NB + b) * 32 + lane) * 4, p.epoch, v[u]);
+      }
+      s = add4(s, v[u]);
+    }
+  }
+  return s;
+}
+__device__ __forceinline__ void seq_wait(const volatile unsigned* p, unsigned v, int lane) {
+  if (lane == 0)
+    while (*p != v) __nanosleep(64);
+  __syncwarp();
+}
+__device__ __forceinline__ void seq_set(volatile unsigned* p, unsigned v, int lane) {
+  __syncwarp();
+  if (lane == 0) {
+    __threadfence_block();
+    *p = v;
+  }
+}
+
+// Stamps (clock64 sums over all warps): 0 producer's wait for a free slot, 1 the band's copy and
+// sums, 2 relay's totals, 3 relay's xp, 4 walker's wait for the pixels, 5 its row carries (remote
+// reads), 6 column chain, 7 walk; 8 producer bands, 9 relay bands, 10 walker bands.
 template <int MODE, bool STAMPS>
-__global__ void __launch_bounds__(1024, 1) walk_strips(params p) {
+__global__ void __launch_bounds__(640, 1) walk_strips(params p, int P, int Q, int K) {
   extern __shared__ __align__(16) unsigned char dyn[];
   __shared__ fixed_shared sh;
-  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, NW = blockDim.x >> 5;
+  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, NW = blockDim.x >> 5, NR = NW - P - Q;
   unsigned rank, cid;
   asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
   asm("mov.u32 %0, %%clusterid.x;" : "=r"(cid));
-  {
-    u64* a = &sh.agg[0][0][0];
-    u64* x = &sh.xc[0][0][0];
-    for (int i = threadIdx.x; i < R * 32 * 4; i += blockDim.x) a[i] = x[i] = 0;
-    for (int i = threadIdx.x; i < 32 * 4; i += blockDim.x) (&sh.col[0][0])[i] = tagged(0, 1);
-    if (threadIdx.x < R) sh.agg_done[threadIdx.x] = sh.xc_done[threadIdx.x] = 0;
+  for (int i = threadIdx.x; i < K * 32 * 8; i += blockDim.x) {  // agg and xp words: no tag yet
+    const slot_view v(dyn, i / 256);
+    v.agg[i % 256] = 0;
   }
+  for (int i = threadIdx.x; i < 32 * 4; i += blockDim.x) (&sh.col[0][0])[i] = tagged(0, 1);
+  for (int i = threadIdx.x; i < 64; i += blockDim.x) sh.seq[i] = sh.agg_done[i] = sh.xp_done[i] = 0;
   __syncthreads();
-  if (MODE == 0) cluster_sync_all();  // every block's slots are initialised before any remote read
+  cluster_sync_all();  // every block's slots are initialised before any remote read
 
   const int strip = int(cid) * p.C + int(rank);
+  long long st[4] = {0, 0, 0, 0};
   if (strip < p.S) {
-    std::uint32_t* pix = reinterpret_cast<std::uint32_t*>(dyn + std::size_t(wid) * warp_bytes);
-    std::uint32_t* ga = pix + BH * PAD;
-    uint4* rcs = reinterpret_cast<uint4*>(ga + BH * PAD);
     const int nreal = min(p.C, p.S - int(cid) * p.C);
+    const bool totaler = MODE == 0 && int(rank) == p.C - 1 && int(cid) + 1 < p.ncl;
+    // Remote readers of a slot's row sums: walkers of the blocks above this one, and the totaler.
+    const unsigned agg_readers = MODE == 0 ? unsigned(nreal - 1 - int(rank)) + (int(cid) + 1 < p.ncl ? 1u : 0u) : 0u;
     const int x = strip * SP + lane;
-    long long st[5] = {0, 0, 0, 0, 0};
-    for (int b = wid; b < p.NB; b += NW) {
-      long long t0 = STAMPS ? clock64() : 0;
-      const int y0 = b * BH, rows = min(BH, p.h - y0);
-      // 1. The band's pixels: into shared memory by row, column sums on the way.
-      std::uint32_t crb = 0, cga = 0;
-      {
-        std::uint32_t v[BH];
-        const std::uint32_t* src = p.img + std::size_t(y0) * p.w + x;
+    if (wid < P) {
+      // ---------------- producer ----------------
+      for (int b = wid; b < p.NB; b += P) {
+        const long long t0 = STAMPS ? clock64() : 0;
+        const int s = b % K, y0 = b * BH, rows = min(BH, p.h - y0);
+        const unsigned n = unsigned(b / K);
+        const slot_view v(dyn, s);
+        seq_wait(&sh.seq[s], 2u * n, lane);
+        if (b >= K) wait_count(&sh.agg_done[s], n * agg_readers, lane);
+        const long long t1 = STAMPS ? clock64() : 0;
+        {  // the band's pixels into the slot by row (rows below the image zero-filled)
+          const unsigned dst = smem_addr(v.pix) + unsigned(lane) * 4;
+          const std::uint32_t* src = p.img + std::size_t(y0) * p.w + x;
 #pragma unroll
-        for (int r = 0; r < BH; ++r) v[r] = r < rows ? __ldcs(src + std::size_t(r) * p.w) : 0u;
-#pragma unroll
-        for (int r = 0; r < BH; ++r) {
-          pix[r * PAD + lane] = v[r];
-          crb += v[r] & M8;
-          cga += (v[r] >> 8) & M8;
+          for (int r = 0; r < BH; ++r)
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst + unsigned(r * PAD * 4)),
+                         "l"(r < rows ? src + std::size_t(r) * p.w : p.img), "r"(r < rows ? 4 : 0)
+                         : "memory");
+          asm volatile("cp.async.commit_group;\n\tcp.async.wait_group 0;" ::: "memory");
         }
-      }
-      __syncwarp();
-      // 2. Row `lane`'s prefix in place (R|B over the pixels, G|A beside), its sum.
-      std::uint32_t rrb = 0, rga = 0;
+        __syncwarp();
+        std::uint32_t crb = 0, cga = 0, rrb = 0, rga = 0;
 #pragma unroll 8
-      for (int i = 0; i < SP; ++i) {
-        const std::uint32_t u = pix[lane * PAD + i];
-        rrb += u & M8;
-        rga += (u >> 8) & M8;
-        pix[lane * PAD + i] = rrb;
-        ga[lane * PAD + i] = rga;
+        for (int i = 0; i < BH; ++i) {
+          const std::uint32_t u = v.pix[i * PAD + lane], w = v.pix[lane * PAD + i];  // column `lane`, row `lane`
+          crb += u & M8;
+          cga += (u >> 8) & M8;
+          rrb += w & M8;
+          rga += (w >> 8) & M8;
+        }
+        if (MODE == 0) put4_local(v.agg + lane * 4, rgba(rrb, rga), unsigned(b) + 1);
+        v.cadd[lane] = warp_scan4(rgba(crb, cga), lane);  // the band's prefixes summed down column `lane`
+        seq_set(&sh.seq[s], 2u * n + 1, lane);
+        if (STAMPS) {
+          st[0] += t1 - t0;
+          st[1] += clock64() - t1;
+        }
       }
-      const uint4 rs = rgba(rrb, rga);
-      const uint4 cs = warp_scan4(rgba(crb, cga), lane);  // sum of the band's prefixes at column `lane`
-      long long t1 = STAMPS ? clock64() : 0;
-      // 3. Row `lane`'s carry.
-      uint4 rc;
-      if (MODE == 1) {
-        rc = p.given[std::size_t(y0 + lane) * p.S + strip];
-      } else {
-        const int s = b % R;
-        const unsigned tag = unsigned(b) + 1, rounds = unsigned(b / R);
-        if (b >= R) wait_count(&sh.agg_done[s], rounds * unsigned(nreal - 1 - int(rank)), lane);
-        put4_local(&sh.agg[s][lane][0], rs, tag);
-        uint4 X = make_uint4(0, 0, 0, 0), intra = make_uint4(0, 0, 0, 0);
-        if (rank == 0) {
-          if (cid > 0) {
-            X = sum_totals(p, int(cid), b, lane);
-            if (b >= R) wait_count(&sh.xc_done[s], rounds * unsigned(nreal - 1), lane);
-            put4_local(&sh.xc[s][lane][0], X, tag);
-          }
-        } else {
-          intra = sum_cluster(smem_addr(&sh.agg[s][lane][0]), 0, int(rank), tag);
+      if (STAMPS && lane == 0) {
+        atomicAdd(p.stamps + 0, (u64)st[0]);
+        atomicAdd(p.stamps + 1, (u64)st[1]);
+        atomicAdd(p.stamps + 8, (u64)((p.NB - wid + P - 1) / P));
+      }
+    } else if (wid < P + Q) {
+      // ---------------- walker ----------------
+      const int q = wid - P;
+      for (int b = q; b < p.NB; b += Q) {
+        const long long t0 = STAMPS ? clock64() : 0;
+        const int s = b % K, y0 = b * BH, rows = min(BH, p.h - y0);
+        const unsigned n = unsigned(b / K), tag = unsigned(b) + 1;
+        const slot_view v(dyn, s);
+        seq_wait(&sh.seq[s], 2u * n + 1, lane);
+        const long long t1 = STAMPS ? clock64() : 0;
+        const uint4* rcs = v.rcs;
+        if (MODE == 1) {  // the carries the host computed, staged in the slot as a relay would
+          const uint4 rc = p.given[std::size_t(y0 + lane) * p.S + strip];
+          v.rcs[lane] = rc;
+          const uint4 t = warp_sum4(rc);
+          if (lane == 0) v.rcs[32] = t;
           __syncwarp();
-          if (lane < int(rank)) count_done(smem_addr(&sh.agg_done[s]), unsigned(lane));
-          if (int(rank) == p.C - 1 && int(cid) + 1 < p.ncl)
-            put4_global(p.tot + ((std::size_t(cid) * p.NB + b) * 32 + lane) * 4, add4(intra, rs), p.epoch);
-          if (cid > 0) {
-            X = sum_cluster(smem_addr(&sh.xc[s][lane][0]), 0, 1, tag);
-            __syncwarp();
-            if (lane == 0) count_done(smem_addr(&sh.xc_done[s]), 0);
+        } else {  // the row sums of the blocks to the left in the cluster, and every block's xp
+          uint4 rc = sum_cluster<8>(smem_addr(v.agg + lane * 4), smem_addr(&sh.agg_done[s]), 0, int(rank), tag, lane);
+          if (cid > 0) rc = add4(rc, sum_cluster<8>(smem_addr(v.xp + lane * 4), smem_addr(&sh.xp_done[s]), 0, nreal, tag, lane));
+          v.rcs[lane] = rc;
+          const uint4 t = warp_sum4(rc);
+          if (lane == 0) v.rcs[32] = t;
+          __syncwarp();
+        }
+        const uint4 cadd = add4(v.cadd[lane], rcs[32]);
+        const long long t2 = STAMPS ? clock64() : 0;
+        uint4 colin;
+        {
+          const unsigned a = map_rank(smem_addr(&sh.col[lane][0]), rank);
+          while (!get4_cluster(a, tag, colin)) __nanosleep(32);
+          put4_local(&sh.col[lane][0], add4(colin, cadd), tag + 1);
+        }
+        __syncwarp();
+        const long long t3 = STAMPS ? clock64() : 0;
+        uint4 acc = colin;
+        uint4* out = p.tab + std::size_t(y0) * p.w + x;
+#pragma unroll 8
+        for (int r = 0; r < rows; ++r) {
+          const std::uint32_t u = v.pix[r * PAD + lane];
+          std::uint32_t rb = u & M8, ga = (u >> 8) & M8;  // row r's prefix at column `lane`, 16-bit pairs
+#pragma unroll
+          for (int o = 1; o < 32; o <<= 1) {
+            const std::uint32_t a = __shfl_up_sync(~0u, rb, o), c = __shfl_up_sync(~0u, ga, o);
+            if (lane >= o) {
+              rb += a;
+              ga += c;
+            }
           }
+          acc = add4(acc, add4(rcs[r], rgba(rb, ga)));
+          out[std::size_t(r) * p.w] = acc;
         }
-        rc = add4(X, intra);
-      }
-      rcs[lane] = rc;
-      const uint4 rct = warp_sum4(rc);
-      long long t2 = STAMPS ? clock64() : 0;
-      // 4. The column carry from the band above, and this band's for the band below.
-      uint4 colin;
-      {
-        const unsigned a = map_rank(smem_addr(&sh.col[lane][0]), rank);
-        while (!get4_cluster(a, unsigned(b) + 1, colin)) {
+        seq_set(&sh.seq[s], 2u * n + 2, lane);
+        if (STAMPS) {
+          const long long t4 = clock64();
+          st[0] += t1 - t0;
+          st[1] += t2 - t1;
+          st[2] += t3 - t2;
+          st[3] += t4 - t3;
         }
-        put4_local(&sh.col[lane][0], add4(add4(colin, rct), cs), unsigned(b) + 2);
       }
-      __syncwarp();
-      long long t3 = STAMPS ? clock64() : 0;
-      // 5. The table rows: 512 contiguous bytes a store instruction.
-      uint4 acc = colin;
-      uint4* out = p.tab + std::size_t(y0) * p.w + x;
-#pragma unroll 4
-      for (int r = 0; r < rows; ++r) {
-        acc = add4(acc, add4(rcs[r], rgba(pix[r * PAD + lane], ga[r * PAD + lane])));
-        out[std::size_t(r) * p.w] = acc;
+      if (STAMPS && lane == 0) {
+        for (int i = 0; i < 4; ++i) atomicAdd(p.stamps + 4 + i, (u64)st[i]);
+        atomicAdd(p.stamps + 10, (u64)((p.NB - q + Q - 1) / Q));
       }
-      __syncwarp();
-      if (STAMPS) {
-        const long long t4 = clock64();
-        st[0] += t1 - t0;
-        st[1] += t2 - t1;
-        st[2] += t3 - t2;
-        st[3] += t4 - t3;
-        st[4] += 1;
+    } else if (MODE == 0 && (totaler || cid > 0)) {
+      // ---------------- relay ----------------
+      const int r0 = wid - P - Q;
+      for (int b = r0; b < p.NB; b += NR) {
+        const long long t0 = STAMPS ? clock64() : 0;
+        const int s = b % K;
+        const unsigned n = unsigned(b / K), tag = unsigned(b) + 1;
+        const slot_view v(dyn, s);
+        if (totaler) {
+          const uint4 t = sum_cluster<8>(smem_addr(v.agg + lane * 4), smem_addr(&sh.agg_done[s]), 0, p.C, tag, lane);
+          put4_global(p.tot + ((std::size_t(cid) * p.NB + b) * 32 + lane) * 4, t, p.epoch);
+        }
+        const long long t1 = STAMPS ? clock64() : 0;
+        if (cid > 0) {
+          const uint4 xs = sum_totals_strided(p, int(rank), p.C, int(cid), b, lane);
+          if (b >= K) wait_count(&sh.xp_done[s], n * unsigned(nreal), lane);
+          put4_local(v.xp + lane * 4, xs, tag);
+        }
+        if (STAMPS) {
+          st[0] += t1 - t0;
+          st[1] += clock64() - t1;
+        }
+      }
+      if (STAMPS && lane == 0) {
+        atomicAdd(p.stamps + 2, (u64)st[0]);
+        atomicAdd(p.stamps + 3, (u64)st[1]);
+        atomicAdd(p.stamps + 9, (u64)((p.NB - r0 + NR - 1) / NR));
       }
     }
-    if (STAMPS && lane == 0)
-      for (int i = 0; i < 5; ++i) atomicAdd(p.stamps + i, (u64)st[i]);
   }
   __syncthreads();
-  if (MODE == 0) cluster_sync_all();  // no block leaves while another may still read its slots
+  cluster_sync_all();  // no block leaves while another may still read its slots
 }
 
 struct config {
-  int C = 16, warps = 16, blocks_per_sm = 1;
+  int C = 8, P = 6, Q = 8, R = 4, blocks_per_sm = 1, K = 0;  // K 0: as many slots as fit (at most 64)
 };
 
 struct runner {
@@ -319,7 +415,7 @@ struct runner {
     const int max_ncl = S;  // at most one cluster a strip
     CK(cudaMalloc(&tot, std::size_t(max_ncl) * NB * 32 * 4 * 8));
     CK(cudaMemset(tot, 0, std::size_t(max_ncl) * NB * 32 * 4 * 8));
-    CK(cudaMalloc(&stamps, 64));
+    CK(cudaMalloc(&stamps, 128));
     // The given row carries: sums of each row left of each strip.
     std::vector<uint4> g(std::size_t(NB) * BH * S, make_uint4(0, 0, 0, 0));
     for (int y = 0; y < h; ++y) {
@@ -338,20 +434,23 @@ struct runner {
     cudaFree(given);
     cudaFree(stamps);
   }
+  //! Ring slots for c: as many as fit beside blocks_per_sm - 1 others (228 KB an SM, 1 KB reserved
+  //! a block), at most 64; or c.K.
+  int slots(const config& c) const {
+    const std::size_t per_block = 228 * 1024 / std::size_t(c.blocks_per_sm) - 1024 - sizeof(fixed_shared) - 512;
+    const int fit = int(std::min<std::size_t>(per_block, 227 * 1024 - sizeof(fixed_shared)) / slot_bytes);
+    return std::min(64, c.K ? std::min(c.K, fit) : fit);
+  }
   template <int MODE, bool STAMPS>
   cudaError_t launch_as(const config& c, bool dry, int* max_clusters) {
-    const int ncl = (S + c.C - 1) / c.C;
-    const std::size_t need = std::size_t(c.warps) * warp_bytes;
-    // Pad the dynamic shared memory so that at most blocks_per_sm blocks fit an SM (228 KB an SM,
-    // 1 KB of it reserved per block).
-    const std::size_t per_block = 228 * 1024 / std::size_t(c.blocks_per_sm) - 1024 - sizeof(fixed_shared) - 512;
-    const std::size_t dyn = std::min<std::size_t>(std::max(need, per_block), 227 * 1024 - sizeof(fixed_shared));
+    const int ncl = (S + c.C - 1) / c.C, K = slots(c);
+    const std::size_t dyn = std::size_t(K) * slot_bytes;
     auto kern = walk_strips<MODE, STAMPS>;
     CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(dyn)));
     CK(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(unsigned(ncl * c.C));
-    cfg.blockDim = dim3(unsigned(c.warps * 32));
+    cfg.blockDim = dim3(unsigned((c.P + c.Q + c.R) * 32));
     cfg.dynamicSmemBytes = dyn;
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeClusterDimension;
@@ -360,19 +459,16 @@ struct runner {
     at[0].val.clusterDim.z = 1;
     cfg.attrs = at;
     cfg.numAttrs = 1;
-    if (dry) {
-      const cudaError_t e = cudaOccupancyMaxActiveClusters(max_clusters, kern, &cfg);
-      return e;
-    }
+    if (dry) return cudaOccupancyMaxActiveClusters(max_clusters, kern, &cfg);
     params p{img, tab, w, h, S, NB, c.C, ncl, ++epoch, tot, given, stamps};
-    return cudaLaunchKernelEx(&cfg, kern, p);
+    return cudaLaunchKernelEx(&cfg, kern, p, c.P, c.Q, K);
   }
   //! Whether every cluster of the grid can be resident at once (else waits could deadlock).
   bool fits(const config& c, int* max_clusters) {
     *max_clusters = 0;
     const cudaError_t e = launch_as<0, false>(c, true, max_clusters);
     if (e != cudaSuccess) {
-      std::printf("    C=%d W=%d B=%d: %s\n", c.C, c.warps, c.blocks_per_sm, cudaGetErrorString(e));
+      std::printf("    %s\n", cudaGetErrorString(e));
       cudaGetLastError();
       return false;
     }
@@ -395,9 +491,9 @@ std::vector<config> parse_configs(const std::string& s, const char* program) {
     if (j == std::string::npos) j = s.size();
     const std::string one = s.substr(i, j - i);
     config c;
-    if (std::sscanf(one.c_str(), "%d:%d:%d", &c.C, &c.warps, &c.blocks_per_sm) < 2 || c.C < 1 || c.C > MAXC ||
-        c.warps < 1 || c.warps > 32 || c.blocks_per_sm < 1 || c.blocks_per_sm > 4) {
-      std::printf("%s: bad configuration '%s' (C:W[:B], C 1..16, W 1..32, B 1..4)\n", program, one.c_str());
+    if (std::sscanf(one.c_str(), "%d:%d:%d:%d:%d:%d", &c.C, &c.P, &c.Q, &c.R, &c.blocks_per_sm, &c.K) < 4 || c.C < 1 || c.C > MAXC ||
+        c.P < 1 || c.Q < 1 || c.R < 1 || c.P + c.Q + c.R > 20 || c.blocks_per_sm < 1 || c.blocks_per_sm > 4 || c.K < 0 || c.K > 64) {
+      std::printf("%s: bad configuration '%s' (C:P:Q:R[:B[:K]], C 1..16, P + Q + R <= 20, B 1..4, K 0..64)\n", program, one.c_str());
       std::exit(canopy_bench::exit_bad_command_line);
     }
     out.push_back(c);
@@ -412,7 +508,7 @@ int main(int argc, char** argv) {
   using namespace strips;
   const char* program = "canopy-sat-strips";
   bool small_only = false;
-  std::string c4 = "16:16:1,8:16:1", c8 = "16:8:2,8:8:2";
+  std::string c4 = "8:4:8:4:1", c8 = "8:3:4:2:2";
   try {
     canopy_bench::command_line cl(argc, argv, program);
     while (cl.next()) {
@@ -423,7 +519,7 @@ int main(int argc, char** argv) {
       else cl.refuse_unknown();
     }
   } catch (const canopy_bench::bad_flag& e) {
-    std::printf("%s\nusage: %s [--small] [--configs C:W[:B],... | --configs-4k ... --configs-8k ...]\n", e.what(), program);
+    std::printf("%s\nusage: %s [--small] [--configs C:P:Q:R[:B[:K]],... | --configs-4k ... --configs-8k ...]\n", e.what(), program);
     return canopy_bench::exit_bad_command_line;
   }
   if (!cuda_device_present(program)) return 77;
@@ -453,9 +549,10 @@ int main(int argc, char** argv) {
     runner run(dimg, dtab, w, h, img);
     for (const config& c : configs) {
       int maxcl = 0;
+      const std::string cname = std::to_string(c.C) + ":" + std::to_string(c.P) + ":" + std::to_string(c.Q) + ":" + std::to_string(c.R) + ":" +
+                                std::to_string(c.blocks_per_sm) + ":" + std::to_string(run.slots(c));
       if (!run.fits(c, &maxcl)) {
-        std::printf("  %dx%d C=%d W=%d B=%d: %d clusters needed, %d fit at once: not run\n", w, h, c.C, c.warps, c.blocks_per_sm,
-                    (run.S + c.C - 1) / c.C, maxcl);
+        std::printf("  %dx%d %s: %d clusters needed, %d fit at once: not run\n", w, h, cname.c_str(), (run.S + c.C - 1) / c.C, maxcl);
         continue;
       }
       for (int mode = 0; mode < 2; ++mode) {
@@ -466,7 +563,7 @@ int main(int argc, char** argv) {
           CK(cudaMemcpy(got.data(), dtab, npx * 16, cudaMemcpyDeviceToHost));
           const std::size_t bad = count_mismatches(got, ref, w);
           if (bad) {
-            std::printf("  %dx%d %s C=%d W=%d B=%d: WRONG %s (%zu bad)\n", w, h, name, c.C, c.warps, c.blocks_per_sm, when, bad);
+            std::printf("  %dx%d %s %s: WRONG %s (%zu bad)\n", w, h, name, cname.c_str(), when, bad);
             all_ok = false;
           }
           return bad == 0;
@@ -475,20 +572,22 @@ int main(int argc, char** argv) {
         run.launch(c, mode);
         const bool ok1 = check("on its first build");
         if (!timed) {
-          if (ok1) std::printf("  %dx%d %s C=%d W=%d B=%d: exact\n", w, h, name, c.C, c.warps, c.blocks_per_sm);
+          if (ok1) std::printf("  %dx%d %s %s: exact\n", w, h, name, cname.c_str());
           continue;
         }
         const double t = timed_us([&] { run.launch(c, mode); });
         const bool ok2 = check("after the timed builds");
-        CK(cudaMemset(run.stamps, 0, 64));
+        CK(cudaMemset(run.stamps, 0, 128));
         run.launch(c, mode, true);
         CK(cudaDeviceSynchronize());
-        u64 st[8];
-        CK(cudaMemcpy(st, run.stamps, 64, cudaMemcpyDeviceToHost));
-        const double nb = double(st[4] ? st[4] : 1);
-        std::printf("  %-7s C=%2d W=%2d B=%d (%d clusters, %d fit): %.1f us = %.1f%% of copy (%s) | kcycles a band: load+sums %.1f, exchange %.1f, chain %.1f, walk %.1f\n",
-                    name, c.C, c.warps, c.blocks_per_sm, (run.S + c.C - 1) / c.C, maxcl, t, 100.0 * bytes / t * 1e-3 / copy_gbps,
-                    ok1 && ok2 ? "exact" : "WRONG", st[0] * 1e-3 / nb, st[1] * 1e-3 / nb, st[2] * 1e-3 / nb, st[3] * 1e-3 / nb);
+        u64 st[16];
+        CK(cudaMemcpy(st, run.stamps, 128, cudaMemcpyDeviceToHost));
+        const double pb = double(st[8] ? st[8] : 1), rb = double(st[9] ? st[9] : 1), wb = double(st[10] ? st[10] : 1);
+        std::printf("  %-7s C:P:Q:R:B:K %s (%d clusters, %d fit): %.1f us = %.1f%% of copy (%s) | kcycles a band: producer slot wait %.1f, copy+sums %.1f; "
+                    "relay totals %.1f, xp %.1f; walker wait for pixels %.1f, row carries %.1f, chain %.1f, walk %.1f\n",
+                    name, cname.c_str(), (run.S + c.C - 1) / c.C, maxcl, t, 100.0 * bytes / t * 1e-3 / copy_gbps, ok1 && ok2 ? "exact" : "WRONG",
+                    st[0] * 1e-3 / pb, st[1] * 1e-3 / pb, st[2] * 1e-3 / rb, st[3] * 1e-3 / rb, st[4] * 1e-3 / wb, st[5] * 1e-3 / wb,
+                    st[6] * 1e-3 / wb, st[7] * 1e-3 / wb);
       }
     }
     cudaFree(dimg);
