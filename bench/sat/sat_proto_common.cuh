@@ -92,6 +92,18 @@ __device__ __forceinline__ uint4 warp_sum4(uint4 v) {
   return v;
 }
 
+//! Inclusive sums of a and b over lanes 0..lane of the warp, side by side (two packed pairs).
+__device__ __forceinline__ void warp_inclusive_sum2(std::uint32_t& a, std::uint32_t& b, int lane) {
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const std::uint32_t x = __shfl_up_sync(~0u, a, o), y = __shfl_up_sync(~0u, b, o);
+    if (lane >= o) {
+      a += x;
+      b += y;
+    }
+  }
+}
+
 //! Row scan of one warp row of RGBA8 pixels, 4 a lane (one 16-byte unit): channels R, B and G, A
 //! as 16-bit pairs (a 128-px row sum of 8-bit values fits 16 bits). p*[k] = the lane's inclusive
 //! prefix up to its pixel k; x* = the sum of the lanes before it (exclusive warp prefix).
@@ -108,14 +120,7 @@ __device__ __forceinline__ void row_scan_rgba8(uint4 unit, int lane, std::uint32
   }
   xRB = sRB;
   xGA = sGA;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const std::uint32_t a = __shfl_up_sync(~0u, xRB, o), b = __shfl_up_sync(~0u, xGA, o);
-    if (lane >= o) {
-      xRB += a;
-      xGA += b;
-    }
-  }
+  warp_inclusive_sum2(xRB, xGA, lane);
   xRB -= sRB;
   xGA -= sGA;
 }

@@ -338,14 +338,7 @@ __global__ void __launch_bounds__(640, 1) walk_strips(params p, int P, int Q, in
         for (int r = 0; r < rows; ++r) {
           const std::uint32_t u = v.pix[r * PAD + lane];
           std::uint32_t rb = u & M8, ga = (u >> 8) & M8;  // row r's prefix at column `lane`, 16-bit pairs
-#pragma unroll
-          for (int o = 1; o < 32; o <<= 1) {
-            const std::uint32_t a = __shfl_up_sync(~0u, rb, o), c = __shfl_up_sync(~0u, ga, o);
-            if (lane >= o) {
-              rb += a;
-              ga += c;
-            }
-          }
+          warp_inclusive_sum2(rb, ga, lane);
           acc = add4(acc, add4(rcs[r], rgba(rb, ga)));
           out[std::size_t(r) * p.w] = acc;
         }
