@@ -82,6 +82,17 @@ __device__ __forceinline__ std::uint32_t warp_inclusive_sum(std::uint32_t x, int
   return x;
 }
 
+//! Inclusive sum of each channel of v over lanes 0..lane of the warp.
+__device__ __forceinline__ uint4 warp_inclusive_sum4(uint4 v, int lane) {
+  return make_uint4(warp_inclusive_sum(v.x, lane), warp_inclusive_sum(v.y, lane), warp_inclusive_sum(v.z, lane),
+                    warp_inclusive_sum(v.w, lane));
+}
+
+//! R, G, B, A from the 16-bit pairs R|B and G|A that the RGBA8 sums keep.
+__device__ __forceinline__ uint4 rgba_of_pairs(std::uint32_t rb, std::uint32_t ga) {
+  return make_uint4(rb & 0xFFFFu, ga & 0xFFFFu, rb >> 16, ga >> 16);
+}
+
 //! Channel-wise sum of two RGBA words.
 __device__ __forceinline__ uint4 add4(uint4 a, uint4 b) { return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
 //! Channel-wise sum of v over the warp's 32 lanes (every lane gets it).

@@ -75,9 +75,8 @@ struct strip_sums {
     if (lane == r) { myRB = sRB; myGA = sGA; }
   }
   //! Column k's sums (R, G, B, A) and row `lane`'s.
-  __device__ __forceinline__ uint4 column(int k) const { return rgba(cRB[k], cGA[k]); }
-  __device__ __forceinline__ uint4 row() const { return rgba(myRB, myGA); }
-  __device__ __forceinline__ static uint4 rgba(uint32_t rb, uint32_t ga) { return make_uint4(rb & 0xFFFFu, ga & 0xFFFFu, rb >> 16, ga >> 16); }
+  __device__ __forceinline__ uint4 column(int k) const { return rgba_of_pairs(cRB[k], cGA[k]); }
+  __device__ __forceinline__ uint4 row() const { return rgba_of_pairs(myRB, myGA); }
 };
 // K1: warp per (16-row band ti1, 128-px strip tj).
 __global__ void __launch_bounds__(256) q1(const uint32_t* __restrict__ img, int w, int h, int TW, int TH1, uint4* colsum, uint4* rowsum, uint4* total) {
@@ -439,7 +438,7 @@ __device__ void row_item(const args& a, int b, int lane) {
   for (int j0 = 0; j0 < a.TW; j0 += 32) {
     const int j = j0 + lane;
     const uint4 t = j < a.TW ? __ldcg(a.tot + size_t(slot) * a.TW + j) : make_uint4(0, 0, 0, 0);
-    const uint4 inc = make_uint4(warp_inclusive_sum(t.x, lane), warp_inclusive_sum(t.y, lane), warp_inclusive_sum(t.z, lane), warp_inclusive_sum(t.w, lane));
+    const uint4 inc = warp_inclusive_sum4(t, lane);
     if (j < a.TW) a.corner[size_t(slot) * a.TW + j] = add4(cacc, make_uint4(inc.x - t.x, inc.y - t.y, inc.z - t.z, inc.w - t.w));
     cacc = add4(cacc, shfl4(inc, 31));
   }

@@ -2,22 +2,24 @@
 // CTest) of a SAT for RGBA8 -> u32 in which no column carry ever leaves its SM and no tile waits on
 // a dependent L2 read before its stores (docs/sat.md, "Strip walkers", session 16).
 //
-// - Each block owns one 32-px strip (lane = pixel) and walks down it a 32-row band at a time; its
-//   warps take bands in turn. A band's column carry passes from warp to warp through shared memory
-//   and only an add sits between a warp's wait and its hand-over.
+// - Each block owns one 32-px strip (lane = pixel) and walks down it a 32-row band at a time, with
+//   producer, relay and walker warps over a ring of band slots (the roles: above walk_strips). A
+//   band's column carry passes from walker to walker through shared memory, and only an add sits
+//   between a walker's wait and its hand-over.
 // - The row carries of a band (the sums of each row left of the strip) are a prefix over strips of
 //   the band's row sums, in two levels:
 //     * within a thread-block cluster of C strips, through distributed shared memory: each block
-//       publishes its 32 row sums in its own ring slot, and block k reads the slots of blocks < k;
+//       publishes its 32 row sums in its ring slot, and block k reads those of blocks < k;
 //     * across clusters, through global memory: the last block of each cluster publishes the
-//       cluster's totals, block 0 of each later cluster sums all earlier clusters' totals (one round
-//       of loads, no chain) and publishes that sum in its own slot for the rest of its cluster.
+//       cluster's totals; block j of a later cluster sums the totals of clusters j, j + C, ...
+//       below it (one round of loads, no chain) into its slot, and every block of the cluster adds
+//       up those partial sums of all its blocks.
 //   Every exchanged word is {value, tag} in 64 bits (tag = band + 1 in shared memory, the build's
 //   epoch in global memory), so readers spin on tags and nothing needs a fence. Ring slots are
-//   reused once their readers have counted themselves done (remote red.add).
-// - Every wait points at an earlier band or at the same band of an earlier cluster, so nothing
-//   deadlocks once all clusters are resident (the grid is checked against
-//   cudaOccupancyMaxActiveClusters).
+//   reused once their remote readers have counted themselves done (remote red.add).
+// - Every wait points at an earlier band, or at an earlier stage of the same band (row sums, then
+//   cluster totals, then partial sums, then walks), so nothing deadlocks once all clusters are
+//   resident (the grid is checked against cudaOccupancyMaxActiveClusters).
 // Modes: "cluster" (the above) and "given" (the row carries read from an array the host computed:
 // the ceiling of the walker structure without the exchange). Tables are checked exactly against a
 // CPU reference; timings are canopy_bench::median_ms_on_stream medians against a device-to-device
@@ -54,9 +56,6 @@ struct params {
   u64* stamps;         // optional: per-phase clock sums
 };
 
-__device__ __forceinline__ uint4 rgba(std::uint32_t rb, std::uint32_t ga) {
-  return make_uint4(rb & 0xFFFFu, ga & 0xFFFFu, rb >> 16, ga >> 16);
-}
 __device__ __forceinline__ unsigned smem_addr(const void* p) { return unsigned(__cvta_generic_to_shared(p)); }
 __device__ __forceinline__ unsigned map_rank(unsigned a, unsigned rank) {
   unsigned r;
@@ -111,17 +110,6 @@ __device__ __forceinline__ void wait_count(const unsigned* p, unsigned need, int
   __syncwarp();
 }
 
-//! Inclusive prefix of v over lanes 0..lane.
-__device__ __forceinline__ uint4 warp_scan4(uint4 v, int lane) {
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const uint4 y = make_uint4(__shfl_up_sync(~0u, v.x, o), __shfl_up_sync(~0u, v.y, o), __shfl_up_sync(~0u, v.z, o),
-                               __shfl_up_sync(~0u, v.w, o));
-    if (lane >= o) v = add4(v, y);
-  }
-  return v;
-}
-
 // Block roles (warps in this order): P producers (band b of the strip when b % P == the warp),
 // Q walkers (b % Q), NR relays (b % NR). A band passes through one of K ring slots in shared
 // memory, each holding the band's pixels by row, its column adds, its row sums (`agg`, tagged
@@ -146,13 +134,13 @@ struct __align__(16) fixed_shared {
   unsigned seq[64], agg_done[64], xp_done[64];
 };
 constexpr std::size_t pix_bytes = BH * PAD * 4;
-constexpr std::size_t slot_bytes = pix_bytes + 32 * 16 + 2 * 32 * 32 + 33 * 16;  // pixels, column adds, agg, xp, row carries + their sum
+constexpr std::size_t slot_bytes = pix_bytes + 32 * 16 + 2 * 32 * 32 + 32 * 16;  // pixels, column adds, agg, xp, row carries
 struct slot_view {
   std::uint32_t* pix;
   uint4* cadd;
   u64* agg;    // [32 rows][4]
   u64* xp;     // [32 rows][4]
-  uint4* rcs;  // [32 rows], then their sum
+  uint4* rcs;  // [32 rows]
   __device__ slot_view(unsigned char* dyn, int s) {
     unsigned char* base = dyn + std::size_t(s) * slot_bytes;
     pix = reinterpret_cast<std::uint32_t*>(base);
@@ -191,22 +179,21 @@ __device__ __forceinline__ uint4 sum_cluster(unsigned a, unsigned done, int k0, 
 }
 //! Sum of the totals of clusters c0, c0 + step, ... below n for band b, row `lane` (4 in flight).
 __device__ __forceinline__ uint4 sum_totals_strided(const params& p, int c0, int step, int n, int b, int lane) {
+  auto total = [&](int c) { return p.tot + ((std::size_t(c) * p.NB + b) * 32 + lane) * 4; };
   uint4 s = make_uint4(0, 0, 0, 0);
   for (int c = c0; c < n; c += 4 * step) {
     uint4 v[4];
     bool ok[4];
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
-      const int cu = c + u * step;
       v[u] = make_uint4(0, 0, 0, 0);
-      ok[u] = cu >= n || get4_global(p.tot + ((std::size_t(cu) * p.NB + b) * 32 + lane) * 4, p.epoch, v[u]);
+      ok[u] = c + u * step >= n || get4_global(total(c + u * step), p.epoch, v[u]);
     }
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
-      const int cu = c + u * step;
       while (!ok[u]) {
         __nanosleep(64);
-        ok[u] = get4_global(p.tot + ((std::size_t(cu) * p.NB + b) * 32 + lane) * 4, p.epoch, v[u]);
+        ok[u] = get4_global(total(c + u * step), p.epoch, v[u]);
       }
       s = add4(s, v[u]);
     }
@@ -224,6 +211,14 @@ __device__ __forceinline__ void seq_set(volatile unsigned* p, unsigned v, int la
     __threadfence_block();
     *p = v;
   }
+}
+
+//! Adds a warp's per-phase clock sums st[0..n) at stamps[first..) and its band count at
+//! stamps[count_at] (lane 0 only).
+__device__ __forceinline__ void add_stamps(u64* stamps, int first, const long long (&st)[4], int n, int count_at, int bands, int lane) {
+  if (lane != 0) return;
+  for (int i = 0; i < n; ++i) atomicAdd(stamps + first + i, (u64)st[i]);
+  atomicAdd(stamps + count_at, (u64)bands);
 }
 
 // Stamps (clock64 sums over all warps): 0 producer's wait for a free slot, 1 the band's copy and
@@ -284,19 +279,15 @@ __global__ void __launch_bounds__(640, 1) walk_strips(params p, int P, int Q, in
           rrb += w & M8;
           rga += (w >> 8) & M8;
         }
-        if (MODE == 0) put4_local(v.agg + lane * 4, rgba(rrb, rga), unsigned(b) + 1);
-        v.cadd[lane] = warp_scan4(rgba(crb, cga), lane);  // the band's prefixes summed down column `lane`
+        if (MODE == 0) put4_local(v.agg + lane * 4, rgba_of_pairs(rrb, rga), unsigned(b) + 1);
+        v.cadd[lane] = warp_inclusive_sum4(rgba_of_pairs(crb, cga), lane);  // the band's prefixes summed down column `lane`
         seq_set(&sh.seq[s], 2u * n + 1, lane);
         if (STAMPS) {
           st[0] += t1 - t0;
           st[1] += clock64() - t1;
         }
       }
-      if (STAMPS && lane == 0) {
-        atomicAdd(p.stamps + 0, (u64)st[0]);
-        atomicAdd(p.stamps + 1, (u64)st[1]);
-        atomicAdd(p.stamps + 8, (u64)((p.NB - wid + P - 1) / P));
-      }
+      if (STAMPS) add_stamps(p.stamps, 0, st, 2, 8, (p.NB - wid + P - 1) / P, lane);
     } else if (wid < P + Q) {
       // ---------------- walker ----------------
       const int q = wid - P;
@@ -307,22 +298,16 @@ __global__ void __launch_bounds__(640, 1) walk_strips(params p, int P, int Q, in
         const slot_view v(dyn, s);
         seq_wait(&sh.seq[s], 2u * n + 1, lane);
         const long long t1 = STAMPS ? clock64() : 0;
-        const uint4* rcs = v.rcs;
-        if (MODE == 1) {  // the carries the host computed, staged in the slot as a relay would
-          const uint4 rc = p.given[std::size_t(y0 + lane) * p.S + strip];
-          v.rcs[lane] = rc;
-          const uint4 t = warp_sum4(rc);
-          if (lane == 0) v.rcs[32] = t;
-          __syncwarp();
+        uint4 rc;  // row `lane`'s carry
+        if (MODE == 1) {
+          rc = p.given[std::size_t(y0 + lane) * p.S + strip];
         } else {  // the row sums of the blocks to the left in the cluster, and every block's xp
-          uint4 rc = sum_cluster<8>(smem_addr(v.agg + lane * 4), smem_addr(&sh.agg_done[s]), 0, int(rank), tag, lane);
+          rc = sum_cluster<8>(smem_addr(v.agg + lane * 4), smem_addr(&sh.agg_done[s]), 0, int(rank), tag, lane);
           if (cid > 0) rc = add4(rc, sum_cluster<8>(smem_addr(v.xp + lane * 4), smem_addr(&sh.xp_done[s]), 0, nreal, tag, lane));
-          v.rcs[lane] = rc;
-          const uint4 t = warp_sum4(rc);
-          if (lane == 0) v.rcs[32] = t;
-          __syncwarp();
         }
-        const uint4 cadd = add4(v.cadd[lane], rcs[32]);
+        v.rcs[lane] = rc;  // for the row loop, which reads row r's carry by broadcast
+        const uint4 cadd = add4(v.cadd[lane], warp_sum4(rc));  // the band's addition to column `lane`'s carry
+        __syncwarp();
         const long long t2 = STAMPS ? clock64() : 0;
         uint4 colin;
         {
@@ -339,7 +324,7 @@ __global__ void __launch_bounds__(640, 1) walk_strips(params p, int P, int Q, in
           const std::uint32_t u = v.pix[r * PAD + lane];
           std::uint32_t rb = u & M8, ga = (u >> 8) & M8;  // row r's prefix at column `lane`, 16-bit pairs
           warp_inclusive_sum2(rb, ga, lane);
-          acc = add4(acc, add4(rcs[r], rgba(rb, ga)));
+          acc = add4(acc, add4(v.rcs[r], rgba_of_pairs(rb, ga)));
           out[std::size_t(r) * p.w] = acc;
         }
         seq_set(&sh.seq[s], 2u * n + 2, lane);
@@ -351,10 +336,7 @@ __global__ void __launch_bounds__(640, 1) walk_strips(params p, int P, int Q, in
           st[3] += t4 - t3;
         }
       }
-      if (STAMPS && lane == 0) {
-        for (int i = 0; i < 4; ++i) atomicAdd(p.stamps + 4 + i, (u64)st[i]);
-        atomicAdd(p.stamps + 10, (u64)((p.NB - q + Q - 1) / Q));
-      }
+      if (STAMPS) add_stamps(p.stamps, 4, st, 4, 10, (p.NB - q + Q - 1) / Q, lane);
     } else if (MODE == 0 && (totaler || cid > 0)) {
       // ---------------- relay ----------------
       const int r0 = wid - P - Q;
@@ -365,7 +347,7 @@ __global__ void __launch_bounds__(640, 1) walk_strips(params p, int P, int Q, in
         const slot_view v(dyn, s);
         if (totaler) {
           const uint4 t = sum_cluster<8>(smem_addr(v.agg + lane * 4), smem_addr(&sh.agg_done[s]), 0, p.C, tag, lane);
-          put4_global(p.tot + ((std::size_t(cid) * p.NB + b) * 32 + lane) * 4, t, p.epoch);
+          put4_global(p.tot + ((std::size_t(cid) * p.NB + b) * 32 + lane) * 4, t, p.epoch);  // as sum_totals_strided reads it
         }
         const long long t1 = STAMPS ? clock64() : 0;
         if (cid > 0) {
@@ -378,11 +360,7 @@ __global__ void __launch_bounds__(640, 1) walk_strips(params p, int P, int Q, in
           st[1] += clock64() - t1;
         }
       }
-      if (STAMPS && lane == 0) {
-        atomicAdd(p.stamps + 2, (u64)st[0]);
-        atomicAdd(p.stamps + 3, (u64)st[1]);
-        atomicAdd(p.stamps + 9, (u64)((p.NB - r0 + NR - 1) / NR));
-      }
+      if (STAMPS) add_stamps(p.stamps, 2, st, 2, 9, (p.NB - r0 + NR - 1) / NR, lane);
     }
   }
   __syncthreads();
@@ -394,7 +372,7 @@ struct config {
 };
 
 struct runner {
-  int w, h, S, NB, sms = 0;
+  int w, h, S, NB;
   const std::uint32_t* img;
   uint4* tab;
   u64* tot = nullptr;
@@ -404,7 +382,10 @@ struct runner {
   runner(const std::uint32_t* img_, uint4* tab_, int w_, int h_, const std::vector<std::uint32_t>& host_img) : w(w_), h(h_), img(img_), tab(tab_) {
     S = w / SP;
     NB = (h + BH - 1) / BH;
-    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    allow_all_slots(walk_strips<0, false>);
+    allow_all_slots(walk_strips<0, true>);
+    allow_all_slots(walk_strips<1, false>);
+    allow_all_slots(walk_strips<1, true>);
     const int max_ncl = S;  // at most one cluster a strip
     CK(cudaMalloc(&tot, std::size_t(max_ncl) * NB * 32 * 4 * 8));
     CK(cudaMemset(tot, 0, std::size_t(max_ncl) * NB * 32 * 4 * 8));
@@ -434,45 +415,48 @@ struct runner {
     const int fit = int(std::min<std::size_t>(per_block, 227 * 1024 - sizeof(fixed_shared)) / slot_bytes);
     return std::min(64, c.K ? std::min(c.K, fit) : fit);
   }
-  template <int MODE, bool STAMPS>
-  cudaError_t launch_as(const config& c, bool dry, int* max_clusters) {
-    const int ncl = (S + c.C - 1) / c.C, K = slots(c);
-    const std::size_t dyn = std::size_t(K) * slot_bytes;
-    auto kern = walk_strips<MODE, STAMPS>;
-    CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(dyn)));
+  //! Lets a kernel take the most dynamic shared memory, and clusters above 8 (set once: each
+  //! launch asks for its own amount).
+  template <class Kernel>
+  static void allow_all_slots(Kernel kern) {
+    CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(227 * 1024 - sizeof(fixed_shared))));
     CK(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(unsigned(ncl * c.C));
-    cfg.blockDim = dim3(unsigned((c.P + c.Q + c.R) * 32));
-    cfg.dynamicSmemBytes = dyn;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = unsigned(c.C);
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
-    if (dry) return cudaOccupancyMaxActiveClusters(max_clusters, kern, &cfg);
-    params p{img, tab, w, h, S, NB, c.C, ncl, ++epoch, tot, given, stamps};
-    return cudaLaunchKernelEx(&cfg, kern, p, c.P, c.Q, K);
   }
-  //! Whether every cluster of the grid can be resident at once (else waits could deadlock).
+  int clusters(const config& c) const { return (S + c.C - 1) / c.C; }
+  //! The launch of configuration c: a cluster of C blocks per C strips, K slots of shared memory.
+  cudaLaunchConfig_t launch_config(const config& c, cudaLaunchAttribute* cluster) const {
+    cluster->id = cudaLaunchAttributeClusterDimension;
+    cluster->val.clusterDim.x = unsigned(c.C);
+    cluster->val.clusterDim.y = 1;
+    cluster->val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(unsigned(clusters(c) * c.C));
+    cfg.blockDim = dim3(unsigned((c.P + c.Q + c.R) * 32));
+    cfg.dynamicSmemBytes = std::size_t(slots(c)) * slot_bytes;
+    cfg.attrs = cluster;
+    cfg.numAttrs = 1;
+    return cfg;
+  }
+  //! Whether every cluster of the grid can be resident at once (else waits could deadlock);
+  //! *max_clusters = how many can.
   bool fits(const config& c, int* max_clusters) {
     *max_clusters = 0;
-    const cudaError_t e = launch_as<0, false>(c, true, max_clusters);
+    cudaLaunchAttribute at;
+    const cudaLaunchConfig_t cfg = launch_config(c, &at);
+    const cudaError_t e = cudaOccupancyMaxActiveClusters(max_clusters, walk_strips<0, false>, &cfg);
     if (e != cudaSuccess) {
       std::printf("    %s\n", cudaGetErrorString(e));
       cudaGetLastError();
       return false;
     }
-    return *max_clusters >= (S + c.C - 1) / c.C;
+    return *max_clusters >= clusters(c);
   }
   void launch(const config& c, int mode, bool stamped = false) {
-    int dummy = 0;
-    cudaError_t e;
-    if (mode == 0) e = stamped ? launch_as<0, true>(c, false, &dummy) : launch_as<0, false>(c, false, &dummy);
-    else e = stamped ? launch_as<1, true>(c, false, &dummy) : launch_as<1, false>(c, false, &dummy);
-    CK(e);
+    cudaLaunchAttribute at;
+    const cudaLaunchConfig_t cfg = launch_config(c, &at);
+    const params p{img, tab, w, h, S, NB, c.C, clusters(c), ++epoch, tot, given, stamps};
+    auto kern = mode == 0 ? (stamped ? walk_strips<0, true> : walk_strips<0, false>) : (stamped ? walk_strips<1, true> : walk_strips<1, false>);
+    CK(cudaLaunchKernelEx(&cfg, kern, p, c.P, c.Q, slots(c)));
   }
 };
 
@@ -545,7 +529,7 @@ int main(int argc, char** argv) {
       const std::string cname = std::to_string(c.C) + ":" + std::to_string(c.P) + ":" + std::to_string(c.Q) + ":" + std::to_string(c.R) + ":" +
                                 std::to_string(c.blocks_per_sm) + ":" + std::to_string(run.slots(c));
       if (!run.fits(c, &maxcl)) {
-        std::printf("  %dx%d %s: %d clusters needed, %d fit at once: not run\n", w, h, cname.c_str(), (run.S + c.C - 1) / c.C, maxcl);
+        std::printf("  %dx%d %s: %d clusters needed, %d fit at once: not run\n", w, h, cname.c_str(), run.clusters(c), maxcl);
         continue;
       }
       for (int mode = 0; mode < 2; ++mode) {
@@ -578,7 +562,7 @@ int main(int argc, char** argv) {
         const double pb = double(st[8] ? st[8] : 1), rb = double(st[9] ? st[9] : 1), wb = double(st[10] ? st[10] : 1);
         std::printf("  %-7s C:P:Q:R:B:K %s (%d clusters, %d fit): %.1f us = %.1f%% of copy (%s) | kcycles a band: producer slot wait %.1f, copy+sums %.1f; "
                     "relay totals %.1f, xp %.1f; walker wait for pixels %.1f, row carries %.1f, chain %.1f, walk %.1f\n",
-                    name, cname.c_str(), (run.S + c.C - 1) / c.C, maxcl, t, 100.0 * bytes / t * 1e-3 / copy_gbps, ok1 && ok2 ? "exact" : "WRONG",
+                    name, cname.c_str(), run.clusters(c), maxcl, t, 100.0 * bytes / t * 1e-3 / copy_gbps, ok1 && ok2 ? "exact" : "WRONG",
                     st[0] * 1e-3 / pb, st[1] * 1e-3 / pb, st[2] * 1e-3 / rb, st[3] * 1e-3 / rb, st[4] * 1e-3 / wb, st[5] * 1e-3 / wb,
                     st[6] * 1e-3 / wb, st[7] * 1e-3 / wb);
       }
