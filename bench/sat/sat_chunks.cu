@@ -624,20 +624,7 @@ int main(int argc, char** argv) {
   const char* program = "canopy-sat-chunks";
   bool small_only = false;
   std::string c4 = "2:8:72:16:0:2:0,2:8:48:16:0:3:0,1:4:96:16:0:3:0", c8 = "2:4:72:16:0:2:0,2:4:48:16:0:3:0";
-  try {
-    canopy_bench::command_line cl(argc, argv, program);
-    while (cl.next()) {
-      if (cl.is("--small")) small_only = true;
-      else if (cl.is("--configs")) c4 = c8 = cl.value();
-      else if (cl.is("--configs-4k")) c4 = cl.value();
-      else if (cl.is("--configs-8k")) c8 = cl.value();
-      else cl.refuse_unknown();
-    }
-  } catch (const canopy_bench::bad_flag& e) {
-    std::printf("%s\nusage: %s [--small] [--configs B:Gy:RH:UR[:F[:K[:S]]],... | --configs-4k ... --configs-8k ...]\n", e.what(), program);
-    return canopy_bench::exit_bad_command_line;
-  }
-  if (!cuda_device_present(program)) return 77;
+  if (const int rc = config_command_line(argc, argv, program, "B:Gy:RH:UR[:F[:K[:S]]]", small_only, c4, c8); rc >= 0) return rc;
   bool all_ok = true;
   const int sizes[][2] = {{128, 1}, {256, 33}, {1024, 100}, {640, 47}, {2048, 300}, {384, 1000}, {3840, 2160}, {7680, 4320}};
   for (auto& sz : sizes) {
@@ -645,22 +632,11 @@ int main(int argc, char** argv) {
     if (small_only && w >= 3840) continue;
     const bool timed = w >= 3840;
     const std::vector<config> configs = parse_configs(w >= 7680 ? c8 : c4, program);
-    const std::size_t npx = std::size_t(w) * h;
-    std::vector<std::uint32_t> img(npx);
-    std::mt19937 rng(unsigned(w * 7 + h));
-    for (auto& v : img) v = rng();
-    std::uint32_t* dimg;
-    uint4 *dtab, *dcopy;
-    CK(cudaMalloc(&dimg, npx * 4));
-    CK(cudaMalloc(&dtab, npx * 16));
-    CK(cudaMalloc(&dcopy, npx * 16));
-    CK(cudaMemcpy(dimg, img.data(), npx * 4, cudaMemcpyHostToDevice));
-    const std::vector<std::uint32_t> ref = reference_sat_rgba8(img, w, h);
-    std::vector<std::uint32_t> got(npx * 4);
-    const double bytes = double(npx) * 20.0;
-    const double copy = timed ? timed_us([&] { cudaMemcpyAsync(dcopy, dtab, npx * 16, cudaMemcpyDeviceToDevice); }) : 0.0;
-    const double copy_gbps = timed ? 2.0 * npx * 16 / copy * 1e-3 : 0.0;
-    if (timed) std::printf("%dx%d: copy %.1f us (%.0f GB/s)\n", w, h, copy, copy_gbps);
+    test_image ti(w, h, timed);
+    const std::size_t npx = ti.npx;
+    std::uint32_t* dimg = ti.dimg;
+    uint4* dtab = ti.dtab;
+    const double bytes = ti.bytes, copy_gbps = ti.copy_gbps;
     runner run(dimg, dtab, w, h);
     for (const config& c : configs) {
       params p;
@@ -675,16 +651,10 @@ int main(int argc, char** argv) {
         const char* names[] = {"exact", "local", "exact-nostore", "local-nostore"};
         const char* name = names[mode];
         auto check = [&](const char* when) {
-          CK(cudaGetLastError());
+          if (mode == 0) return ti.table_exact(std::string(name) + " " + cname, when, all_ok);
+          CK(cudaGetLastError());  // diagnostics: tables wrong by design
           CK(cudaDeviceSynchronize());
-          if (mode != 0) return true;
-          CK(cudaMemcpy(got.data(), dtab, npx * 16, cudaMemcpyDeviceToHost));
-          const std::size_t bad = count_mismatches(got, ref, w);
-          if (bad) {
-            std::printf("  %dx%d %s %s: WRONG %s (%zu bad)\n", w, h, name, cname.c_str(), when, bad);
-            all_ok = false;
-          }
-          return bad == 0;
+          return true;
         };
         CK(cudaMemset(dtab, 0xAB, npx * 16));
         run.launch(c, mode);
@@ -733,9 +703,6 @@ int main(int argc, char** argv) {
                     p.NC > 1 ? wait / G / (p.NC - 1) * 1e-3 : 0.0, exch / G / p.NC * 1e-3);
       }
     }
-    cudaFree(dimg);
-    cudaFree(dtab);
-    cudaFree(dcopy);
   }
   std::printf("%s: %s\n", program, all_ok ? "ok" : "FAILED (tables differ from the reference)");
   return all_ok ? 0 : 1;

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "common/bench_common.hpp"
@@ -179,5 +181,73 @@ inline std::size_t count_mismatches(const std::vector<std::uint32_t>& got, const
     }
   return bad;
 }
+
+
+//! The command line of the configurable prototypes: --small (odd sizes only), --configs (both timed
+//! sizes), --configs-4k, --configs-8k. Returns -1 to go on, otherwise the exit code (after a usage
+//! line naming `syntax`).
+inline int config_command_line(int argc, char** argv, const char* program, const char* syntax, bool& small_only, std::string& c4,
+                               std::string& c8) {
+  try {
+    canopy_bench::command_line cl(argc, argv, program);
+    while (cl.next()) {
+      if (cl.is("--small")) small_only = true;
+      else if (cl.is("--configs")) c4 = c8 = cl.value();
+      else if (cl.is("--configs-4k")) c4 = cl.value();
+      else if (cl.is("--configs-8k")) c8 = cl.value();
+      else cl.refuse_unknown();
+    }
+  } catch (const canopy_bench::bad_flag& e) {
+    std::printf("%s\nusage: %s [--small] [--configs %s,... | --configs-4k ... --configs-8k ...]\n", e.what(), program, syntax);
+    return canopy_bench::exit_bad_command_line;
+  }
+  return cuda_device_present(program) ? -1 : 77;
+}
+
+//! One test image of the prototypes: random RGBA8 pixels (seeded by the size) on the device, a
+//! table and a copy target there, the CPU reference table, and for timed sizes the bandwidth of a
+//! device-to-device copy of a table-sized buffer in the same run (printed).
+struct test_image {
+  int w, h;
+  std::size_t npx;
+  std::vector<std::uint32_t> img, ref, got;
+  std::uint32_t* dimg = nullptr;
+  uint4 *dtab = nullptr, *dcopy = nullptr;
+  double bytes, copy_gbps = 0.0;  // image + table bytes; copy GB/s (timed sizes)
+  test_image(int w_, int h_, bool timed) : w(w_), h(h_), npx(std::size_t(w_) * h_), img(npx), got(npx * 4), bytes(double(npx) * 20.0) {
+    std::mt19937 rng(unsigned(w * 7 + h));
+    for (auto& v : img) v = rng();
+    SAT_PROTO_CHECK(cudaMalloc(&dimg, npx * 4));
+    SAT_PROTO_CHECK(cudaMalloc(&dtab, npx * 16));
+    SAT_PROTO_CHECK(cudaMalloc(&dcopy, npx * 16));
+    SAT_PROTO_CHECK(cudaMemcpy(dimg, img.data(), npx * 4, cudaMemcpyHostToDevice));
+    ref = reference_sat_rgba8(img, w, h);
+    if (timed) {
+      const double copy = timed_us([&] { cudaMemcpyAsync(dcopy, dtab, npx * 16, cudaMemcpyDeviceToDevice); });
+      copy_gbps = 2.0 * npx * 16 / copy * 1e-3;
+      std::printf("%dx%d: copy %.1f us (%.0f GB/s)\n", w, h, copy, copy_gbps);
+    }
+  }
+  //! Waits for the GPU, then compares the table with the reference; if they differ, says so for
+  //! `what` and `when` and clears `all_ok`.
+  bool table_exact(const std::string& what, const char* when, bool& all_ok) {
+    SAT_PROTO_CHECK(cudaGetLastError());
+    SAT_PROTO_CHECK(cudaDeviceSynchronize());
+    SAT_PROTO_CHECK(cudaMemcpy(got.data(), dtab, npx * 16, cudaMemcpyDeviceToHost));
+    const std::size_t bad = count_mismatches(got, ref, w);
+    if (bad) {
+      std::printf("  %dx%d %s: WRONG %s (%zu bad)\n", w, h, what.c_str(), when, bad);
+      all_ok = false;
+    }
+    return bad == 0;
+  }
+  ~test_image() {
+    cudaFree(dimg);
+    cudaFree(dtab);
+    cudaFree(dcopy);
+  }
+  test_image(const test_image&) = delete;
+  test_image& operator=(const test_image&) = delete;
+};
 
 }  // namespace sat_proto
