@@ -110,28 +110,6 @@ struct counters {
   unsigned walked[4], carries;
 };
 
-__device__ __forceinline__ void mbar_init(std::uint64_t* m) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(unsigned(__cvta_generic_to_shared(m))) : "memory");
-}
-__device__ __forceinline__ void mbar_expect(std::uint64_t* m, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(unsigned(__cvta_generic_to_shared(m))), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, std::uint64_t* m, std::uint64_t pol) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
-                   unsigned(__cvta_generic_to_shared(dst))),
-               "l"(src), "r"(bytes), "r"(unsigned(__cvta_generic_to_shared(m))), "l"(pol)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_wait(std::uint64_t* m, unsigned parity) {
-  const unsigned a = unsigned(__cvta_generic_to_shared(m));
-  unsigned done = 0;
-  while (!done)
-    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                 : "=r"(done)
-                 : "r"(a), "r"(parity)
-                 : "memory");
-}
-
 __device__ __forceinline__ unsigned vload(const unsigned* p) { return *(volatile const unsigned*)p; }
 __device__ __forceinline__ void wait_at_least(const unsigned* p, unsigned need, int lane) {
   if (lane == 0)
@@ -187,10 +165,11 @@ __device__ __forceinline__ void bulk_store(void* g, const void* sm, unsigned byt
 __device__ __forceinline__ void agg_sync(int nu) { asm volatile("bar.sync 1, %0;" ::"r"(nu * 32) : "memory"); }
 
 //! The exchange of chunk c, run by the NU aggregator warps once every unit of the chunk is summed:
-//! this region's row sums, column sums and total to global memory, the block's flag, a wait for
-//! every block's flag, then the carries: s_kcol (column sums above the region top), s_lrow (the
-//! table value left of each unit, per row). `rchunk` (warp 0): the table value left of the region
-//! column above the chunk, carried from chunk to chunk like s_ccarry.
+//! this region's row sums, column sums and total to chunk c's global slot as tagged words; the
+//! words of the regions to the left, of the region column and the totals left of it, read as their
+//! tags arrive; then the carries: s_kcol (column sums above the region top), s_lrow (the table value
+//! left of each unit, per row). Returns `rchunk` (warp 0's): the table value left of the region
+//! column above the next chunk, carried from chunk to chunk like s_ccarry.
 __device__ __noinline__ uint4 exchange(const params& p, int c, int warp, int lane, uint4 rchunk) {
   extern __shared__ __align__(16) unsigned char smem[];
   const layout L(p.B, p.RH, p.NG, p.NU, p.K);
@@ -203,7 +182,7 @@ __device__ __noinline__ uint4 exchange(const params& p, int c, int warp, int lan
   uint4* s_ccarry = reinterpret_cast<uint4*>(smem + L.ccarry);
   uint4* s_rl = reinterpret_cast<uint4*>(smem + L.rl);
   uint4* s_tot = reinterpret_cast<uint4*>(smem + L.tot);  // [0] z, [1..B] unit column-sum totals
-  const int ya = piece_row(c, I, p), yb = piece_row(c, I + 1, p), nrows = yb - ya, buf = c % p.K, gslot = c;  // one global slot a chunk: no reuse within a build
+  const int ya = piece_row(c, I, p), yb = piece_row(c, I + 1, p), nrows = yb - ya, buf = c % p.K;
   const bool ex = p.mode == 0 || p.mode == 2;
   const unsigned seq = p.seq0 + unsigned(c) + 1u;
   if (warp == 0 && lane == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");  // the last chunk's staged words sent
@@ -240,9 +219,9 @@ __device__ __noinline__ uint4 exchange(const params& p, int c, int warp, int lan
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   agg_sync(nu);  // (also: warp 0 has read the own row sums in s_rl)
   if (warp == 0 && lane == 0) {
-    if (nrows > 0) bulk_store(p.RS + (std::size_t(gslot) * G + b) * p.RH, pub_rs, unsigned(nrows) * 16);
-    bulk_store(p.CS + (std::size_t(gslot) * G + b) * w, pub_cs, unsigned(w) * 16);
-    bulk_store(p.T + (std::size_t(gslot) * G + b) * 2, pub_t, 32);
+    if (nrows > 0) bulk_store(p.RS + (std::size_t(c) * G + b) * p.RH, pub_rs, unsigned(nrows) * 16);
+    bulk_store(p.CS + (std::size_t(c) * G + b) * w, pub_cs, unsigned(w) * 16);
+    bulk_store(p.T + (std::size_t(c) * G + b) * 2, pub_t, 32);
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
     stamp(p, 4, c, b);
   }
@@ -253,7 +232,7 @@ __device__ __noinline__ uint4 exchange(const params& p, int c, int warp, int lan
     for (int i = 0; i < 4; ++i) v[i] = make_uint4(0, 0, 0, 0);
     if (ex)
       for (int j2 = lane; j2 < J; j2 += 32) {
-        const uint4* src = p.RS + (std::size_t(gslot) * G + I * p.Gx + j2) * p.RH;
+        const uint4* src = p.RS + (std::size_t(c) * G + I * p.Gx + j2) * p.RH;
         u64 q[4][2];
 #pragma unroll
         for (int i = 0; i < 4; ++i)
@@ -277,14 +256,15 @@ __device__ __noinline__ uint4 exchange(const params& p, int c, int warp, int lan
     uint4 above = make_uint4(0, 0, 0, 0), all = make_uint4(0, 0, 0, 0);
     if (ex)
       for (int i0 = 0; i0 < p.Gy; i0 += 4) {
+        const uint4* src = p.CS + (std::size_t(c) * G + i0 * p.Gx + J) * w + x;  // region (i0 + i, J): + i * Gx * w
         u64 q[4][2];
 #pragma unroll
         for (int i = 0; i < 4; ++i)
-          if (i0 + i < p.Gy) ld_pair(p.CS + (std::size_t(gslot) * G + (i0 + i) * p.Gx + J) * w + x, q[i][0], q[i][1]);
+          if (i0 + i < p.Gy) ld_pair(src + std::size_t(i) * p.Gx * w, q[i][0], q[i][1]);
 #pragma unroll
         for (int i = 0; i < 4; ++i)
           if (i0 + i < p.Gy) {
-            const uint4 v = settle16(p.CS + (std::size_t(gslot) * G + (i0 + i) * p.Gx + J) * w + x, q[i][0], q[i][1], seq);
+            const uint4 v = settle16(src + std::size_t(i) * p.Gx * w, q[i][0], q[i][1], seq);
             all = add4(all, v);
             if (i0 + i < I) above = add4(above, v);
           }
@@ -299,7 +279,7 @@ __device__ __noinline__ uint4 exchange(const params& p, int c, int warp, int lan
     if (ex)
       for (int o = lane; o < G; o += 32)
         if (o % p.Gx < J) {
-          const uint4 v = settle_total(p.T + (std::size_t(gslot) * G + o) * 2, seq);
+          const uint4 v = settle_total(p.T + (std::size_t(c) * G + o) * 2, seq);
           rall = add4(rall, v);
           if (o / p.Gx < I) zin = add4(zin, v);
         }
@@ -400,28 +380,13 @@ __global__ void __launch_bounds__(MAX_THREADS, 1) sat_chunks(const __grid_consta
             ++uses[k];
           }
         const std::uint32_t* src = s_img + buf * img_buf;
-        std::uint32_t cRB[4] = {0, 0, 0, 0}, cGA[4] = {0, 0, 0, 0};
+        strip_sums sum;  // (UR <= 256 rows: column sums fit the 16-bit pairs)
         for (int y = y1; y < y2; ++y) {
-          const uint4 px = *reinterpret_cast<const uint4*>(src + std::size_t(y - ya) * w + s * SW + 4 * lane);
-          const std::uint32_t wd[4] = {px.x, px.y, px.z, px.w};
-          std::uint32_t sRB = 0, sGA = 0;
-#pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            const std::uint32_t rb = wd[k] & 0x00FF00FFu, ga = (wd[k] >> 8) & 0x00FF00FFu;
-            cRB[k] += rb;
-            cGA[k] += ga;
-            sRB += rb;
-            sGA += ga;
-          }
-#pragma unroll
-          for (int o = 16; o; o >>= 1) {
-            sRB += __shfl_xor_sync(~0u, sRB, o);
-            sGA += __shfl_xor_sync(~0u, sGA, o);
-          }
-          if (lane == 0) s_segrs[(std::size_t(buf) * p.RH + (y - ya)) * p.B + s] = rgba_of_pairs(sRB, sGA);
+          const uint4 rs = sum.add_row(*reinterpret_cast<const uint4*>(src + std::size_t(y - ya) * w + s * SW + 4 * lane), y - y1, lane);
+          if (lane == 0) s_segrs[(std::size_t(buf) * p.RH + (y - ya)) * p.B + s] = rs;
         }
 #pragma unroll
-        for (int k = 0; k < 4; ++k) s_ucs[(std::size_t(buf) * p.NG + g) * w + s * SW + 4 * lane + k] = make_uint2(cRB[k], cGA[k]);
+        for (int k = 0; k < 4; ++k) s_ucs[(std::size_t(buf) * p.NG + g) * w + s * SW + 4 * lane + k] = make_uint2(sum.cRB[k], sum.cGA[k]);
       }
       rchunk = exchange(p, c, warp, lane, rchunk);
       if (warp == 0 && lane == 0) stamp(p, 0, c, b);
@@ -506,9 +471,9 @@ std::vector<config> parse_configs(const std::string& s, const char* program) {
     const std::size_t j = std::min(s.find(',', i), s.size());
     config c{0, 0, 0, 0, 0, 2, 0};
     if (std::sscanf(s.substr(i, j - i).c_str(), "%d:%d:%d:%d:%d:%d:%d", &c.B, &c.Gy, &c.RH, &c.UR, &c.F, &c.K, &c.S) < 4 || c.F < 0 || c.F > c.RH ||
-        c.K < 2 || c.K > 4 || c.S < 0 || c.S > 1 || c.B < 1 || c.B > 8 || c.Gy < 1 ||
+        c.K < 2 || c.K > 4 || c.S < 0 || c.S > 1 || c.B < 1 || c.B > 2 || c.Gy < 1 ||
         c.RH < 1 || c.RH > 160 || c.UR < 1 || c.UR > 256 || c.B * ((c.RH + c.UR - 1) / c.UR) > MAX_UNITS) {
-      std::printf("%s: bad config '%s' (B:Gy:RH:UR[:F[:K[:S]]], F <= RH, K 2..4, S 0..1, B <= 8, RH <= 160, B * ceil(RH / UR) <= %d)\n", program, s.substr(i, j - i).c_str(),
+      std::printf("%s: bad config '%s' (B:Gy:RH:UR[:F[:K[:S]]], F <= RH, K 2..4, S 0..1, B <= 2 (16-bit row sums), RH <= 160, B * ceil(RH / UR) <= %d)\n", program, s.substr(i, j - i).c_str(),
                   MAX_UNITS);
       std::exit(canopy_bench::exit_bad_command_line);
     }
@@ -554,10 +519,6 @@ struct runner {
     }
     int B = std::min(c.B, TW);
     while (TW % B) --B;
-    if (B > 2) {
-      why = "regions wider than 256 px (16-bit row sums)";
-      return false;
-    }
     p = params{};
     p.img = img;
     p.tab = tab;
@@ -603,11 +564,8 @@ struct runner {
     }
     return true;
   }
-  void launch(config c, int mode, bool stamped = false) {
-    params p;
-    std::size_t smem;
-    std::string why;
-    if (!plan(c, p, smem, why)) return;
+  //! One build with a plan() that succeeded (a new epoch: a new tag sequence).
+  void launch(params p, std::size_t smem, int mode, bool stamped = false) {
     ++epoch;
     p.seq0 = epoch * MAX_CHUNKS;
     p.mode = mode;
@@ -657,15 +615,15 @@ int main(int argc, char** argv) {
           return true;
         };
         CK(cudaMemset(dtab, 0xAB, npx * 16));
-        run.launch(c, mode);
+        run.launch(p, smem, mode);
         const bool ok1 = check("on its first build");
         if (!timed) {
           if (ok1) std::printf("  %dx%d %s %s (B %d, %dx%d blocks, %d chunks): exact\n", w, h, name, cname.c_str(), p.B, p.Gx, p.Gy, p.NC);
           continue;
         }
-        const double t = timed_us([&] { run.launch(c, mode); });
+        const double t = timed_us([&] { run.launch(p, smem, mode); });
         const bool ok2 = check("after the timed builds");
-        run.launch(c, mode, true);
+        run.launch(p, smem, mode, true);
         CK(cudaDeviceSynchronize());
         const int G = p.Gx * p.Gy;
         std::vector<u64> st(std::size_t(G) * NSTAMP * MAX_CHUNKS);

@@ -56,19 +56,12 @@ struct probe_params {
 };
 
 // One probe through the copy engine: 16 bytes into shared memory, waited for on the mbarrier.
-__device__ __forceinline__ unsigned long long load_bulk(const unsigned long long* p, unsigned long long* dst, unsigned mbar,
+__device__ __forceinline__ unsigned long long load_bulk(const unsigned long long* p, unsigned long long* dst, std::uint64_t* mbar,
                                                         unsigned& phase) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const unsigned d = unsigned(__cvta_generic_to_shared(dst));
-  asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], 16;" ::"r"(mbar) : "memory");
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 16, [%2];" ::"r"(d), "l"(p), "r"(mbar)
-               : "memory");
-  unsigned ok = 0;
-  while (!ok)
-    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                 : "=r"(ok)
-                 : "r"(mbar), "r"(phase)
-                 : "memory");
+  sat_proto::mbar_expect(mbar, 16);
+  sat_proto::bulk_copy(dst, p, 16, mbar);
+  sat_proto::mbar_wait(mbar, phase);
   phase ^= 1u;
   return *reinterpret_cast<volatile unsigned long long*>(dst);
 #else
@@ -79,13 +72,12 @@ __device__ __forceinline__ unsigned long long load_bulk(const unsigned long long
 
 __global__ void __launch_bounds__(kStoreWarps * 32, 1) probe_kernel(probe_params q) {
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ __align__(8) unsigned long long mbar_word;
+  __shared__ __align__(8) std::uint64_t mbar;
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
   if (blockIdx.x == 0 && warp == 0) {
-    const unsigned mbar = unsigned(__cvta_generic_to_shared(&mbar_word));
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (lane == 0) {
-      asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(mbar));
+      sat_proto::mbar_init(&mbar);
       asm volatile("fence.mbarrier_init.release.cluster;");
     }
 #endif
@@ -103,7 +95,7 @@ __global__ void __launch_bounds__(kStoreWarps * 32, 1) probe_kernel(probe_params
       if (lane == 0) {
         const long long c0 = clock64();
         if (q.method == 0) idx = canopy::detail::sat::load_tagged(q.chase + idx);  // the look-backs' load
-        else idx = load_bulk(q.chase + 2 * (idx & (kChase / 2 - 1)), words, mbar, phase);
+        else idx = load_bulk(q.chase + 2 * (idx & (kChase / 2 - 1)), words, &mbar, phase);
         idx &= kChase - 1;
         reinterpret_cast<volatile unsigned long long*>(words)[2] = idx;  // waits for the value
         q.samples[i] = clock64() - c0;

@@ -138,6 +138,72 @@ __device__ __forceinline__ void row_scan_rgba8(uint4 unit, int lane, std::uint32
   xGA -= sGA;
 }
 
+//! Sums over a warp row of RGBA8 pixels, 4 a lane (one 16-byte unit), row after row: each lane's 4
+//! column sums and each row's sum, as the 16-bit pairs R|B and G|A (a 128-px row sum, and a column
+//! sum over up to 257 rows, fit 16 bits).
+struct strip_sums {
+  std::uint32_t cRB[4] = {0, 0, 0, 0}, cGA[4] = {0, 0, 0, 0};  // the lane's 4 columns
+  std::uint32_t myRB = 0, myGA = 0;                            // the sum of row `lane` (row index r == lane)
+  //! Adds row r; returns its sum (R, G, B, A) to every lane.
+  __device__ __forceinline__ uint4 add_row(uint4 px, int r, int lane) {
+    const std::uint32_t q[4] = {px.x, px.y, px.z, px.w};
+    std::uint32_t sRB = 0, sGA = 0;
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const std::uint32_t rb = q[u] & 0x00FF00FFu, ga = (q[u] >> 8) & 0x00FF00FFu;
+      cRB[u] += rb;
+      cGA[u] += ga;
+      sRB += rb;
+      sGA += ga;
+    }
+#pragma unroll
+    for (int o = 16; o; o >>= 1) {
+      sRB += __shfl_xor_sync(~0u, sRB, o);
+      sGA += __shfl_xor_sync(~0u, sGA, o);
+    }
+    if (lane == r) {
+      myRB = sRB;
+      myGA = sGA;
+    }
+    return rgba_of_pairs(sRB, sGA);
+  }
+  //! Column k's sums (R, G, B, A) and row `lane`'s.
+  __device__ __forceinline__ uint4 column(int k) const { return rgba_of_pairs(cRB[k], cGA[k]); }
+  __device__ __forceinline__ uint4 row() const { return rgba_of_pairs(myRB, myGA); }
+};
+
+// mbarriers and bulk copies (cp.async.bulk, sm_90 and later; only callers built for sm_90 use them).
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return unsigned(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ void mbar_init(std::uint64_t* m) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(m)) : "memory");
+}
+//! Arrives on `m` expecting `bytes` of bulk copies before its phase completes.
+__device__ __forceinline__ void mbar_expect(std::uint64_t* m, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(m)), "r"(bytes) : "memory");
+}
+//! `bytes` (a multiple of 16, both addresses 16-byte aligned) global -> shared, completing on `m`.
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, std::uint64_t* m) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(smem_u32(dst)), "l"(src),
+               "r"(bytes), "r"(smem_u32(m))
+               : "memory");
+}
+//! The same with an L2 cache policy.
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, std::uint64_t* m, std::uint64_t pol) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+                   smem_u32(dst)),
+               "l"(src), "r"(bytes), "r"(smem_u32(m)), "l"(pol)
+               : "memory");
+}
+//! Waits until the phase of `m` with this parity has completed.
+__device__ __forceinline__ void mbar_wait(std::uint64_t* m, unsigned parity) {
+  unsigned done = 0;
+  while (!done)
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done)
+                 : "r"(smem_u32(m)), "r"(parity)
+                 : "memory");
+}
+
 //! Whether a CUDA device can be used; if not, says so as `program` (the caller exits 77: skipped).
 inline bool cuda_device_present(const char* program) {
   int device = 0;
@@ -181,7 +247,6 @@ inline std::size_t count_mismatches(const std::vector<std::uint32_t>& got, const
     }
   return bad;
 }
-
 
 //! The command line of the configurable prototypes: --small (odd sizes only), --configs (both timed
 //! sizes), --configs-4k, --configs-8k. Returns -1 to go on, otherwise the exit code (after a usage

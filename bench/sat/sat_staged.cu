@@ -57,27 +57,6 @@ struct warp_strip {
   }
 };
 
-// Column and row sums of a warp's 128-px strip, one 4-pixel unit a lane, added row by row (K1 and
-// the banded pipeline's strip blocks). 16-bit pairs: at most 32 rows of a column, 128 px of a row.
-struct strip_sums {
-  uint32_t cRB[4] = {0, 0, 0, 0}, cGA[4] = {0, 0, 0, 0};  // the lane's 4 columns, R|B and G|A pairs
-  uint32_t myRB = 0, myGA = 0;                            // row `lane`'s sum
-  __device__ __forceinline__ void add_row(uint4 px, int r, int lane) {
-    const uint32_t q[4] = {px.x, px.y, px.z, px.w};
-    uint32_t sRB = 0, sGA = 0;
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const uint32_t rb = q[u] & 0x00FF00FFu, ga = (q[u] >> 8) & 0x00FF00FFu;
-      cRB[u] += rb; cGA[u] += ga; sRB += rb; sGA += ga;
-    }
-#pragma unroll
-    for (int o = 16; o; o >>= 1) { sRB += __shfl_xor_sync(~0u, sRB, o); sGA += __shfl_xor_sync(~0u, sGA, o); }
-    if (lane == r) { myRB = sRB; myGA = sGA; }
-  }
-  //! Column k's sums (R, G, B, A) and row `lane`'s.
-  __device__ __forceinline__ uint4 column(int k) const { return rgba_of_pairs(cRB[k], cGA[k]); }
-  __device__ __forceinline__ uint4 row() const { return rgba_of_pairs(myRB, myGA); }
-};
 // K1: warp per (16-row band ti1, 128-px strip tj).
 __global__ void __launch_bounds__(256) q1(const uint32_t* __restrict__ img, int w, int h, int TW, int TH1, uint4* colsum, uint4* rowsum, uint4* total) {
   const warp_strip ws(img, w, h, TW, H1);
