@@ -256,15 +256,16 @@ __device__ __noinline__ uint4 exchange(const params& p, int c, int warp, int lan
     uint4 above = make_uint4(0, 0, 0, 0), all = make_uint4(0, 0, 0, 0);
     if (ex)
       for (int i0 = 0; i0 < p.Gy; i0 += 4) {
-        const uint4* src = p.CS + (std::size_t(c) * G + i0 * p.Gx + J) * w + x;  // region (i0 + i, J): + i * Gx * w
+        // (the address written out in both loops: forming it once before them made ptxas spill more
+        // around the exchange's call and cost 4-5% of the whole kernel, A/B on the H100)
         u64 q[4][2];
 #pragma unroll
         for (int i = 0; i < 4; ++i)
-          if (i0 + i < p.Gy) ld_pair(src + std::size_t(i) * p.Gx * w, q[i][0], q[i][1]);
+          if (i0 + i < p.Gy) ld_pair(p.CS + (std::size_t(c) * G + (i0 + i) * p.Gx + J) * w + x, q[i][0], q[i][1]);
 #pragma unroll
         for (int i = 0; i < 4; ++i)
           if (i0 + i < p.Gy) {
-            const uint4 v = settle16(src + std::size_t(i) * p.Gx * w, q[i][0], q[i][1], seq);
+            const uint4 v = settle16(p.CS + (std::size_t(c) * G + (i0 + i) * p.Gx + J) * w + x, q[i][0], q[i][1], seq);
             all = add4(all, v);
             if (i0 + i < I) above = add4(above, v);
           }
