@@ -303,6 +303,37 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_resident(params p) {
   if (sink == 0x9E3779B9u) p.tab[0].x = sink;  // keeps the nostore diagnostic's work alive
 }
 
+//! Store probe (diagnostic): every block writes 64 KB pieces of `out` (512 contiguous bytes a store
+//! instruction), either a fixed equal share each (static: block b takes pieces [b n / G, (b + 1) n / G))
+//! or claimed one at a time from a counter (dynamic; each block fails one claim a build, so build e
+//! starts at (e - 1) (n + G)). Stamps each block's end (static): how evenly the SMs' stores drain.
+__global__ void __launch_bounds__(512) store_probe(uint4* out, std::size_t n16, int dynamic, unsigned* ctr, unsigned base, u64* fin) {
+  constexpr std::size_t piece = 4096;  // 16-byte words
+  const std::size_t npieces = (n16 + piece - 1) / piece;
+  __shared__ unsigned s_next;
+  auto write = [&](std::size_t pc) {
+    const std::size_t lo = pc * piece, hi = std::min(n16, lo + piece);
+    for (std::size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) out[i] = make_uint4(unsigned(i), unsigned(i >> 32) + 1u, 7u, 9u);
+  };
+  if (!dynamic) {
+    const std::size_t a = npieces * blockIdx.x / gridDim.x, b = npieces * (blockIdx.x + 1) / gridDim.x;
+    for (std::size_t pc = a; pc < b; ++pc) write(pc);
+  } else {
+    if (threadIdx.x == 0) s_next = atomicAdd(ctr, 1u) - base;
+    __syncthreads();
+    for (;;) {
+      const unsigned pc = s_next;
+      __syncthreads();
+      if (pc >= npieces) break;
+      if (threadIdx.x == 0) s_next = atomicAdd(ctr, 1u) - base;  // claimed while this piece is written
+      write(pc);
+      __syncthreads();
+    }
+  }
+  __syncthreads();
+  if (fin && threadIdx.x == 0) fin[blockIdx.x] = global_ns();
+}
+
 struct config {
   int G, NW, Gy, TH0, TH, RG, hint;
 };
@@ -456,6 +487,30 @@ int main(int argc, char** argv) {
     const std::vector<config> configs = parse_configs(timed ? (w >= 7680 ? c8 : c4) : small_cfg, program);
     test_image ti(w, h, timed);
     runner run(w, h);
+    if (timed) {  // the store probe: static shares against claimed pieces
+      const std::size_t n16 = ti.npx, npieces = (n16 + 4095) / 4096;  // the table: one 16-byte word a pixel
+      const int G = run.sms;
+      unsigned epoch = 0;
+      CK(cudaMemset(run.cnt, 0, 4));
+      auto launch = [&](int dynamic, u64* fin) {
+        const unsigned base = dynamic ? (epoch++) * unsigned(npieces + G) : 0u;
+        store_probe<<<G, 512>>>(ti.dtab, n16, dynamic, run.cnt, base, fin);
+      };
+      for (int dynamic = 0; dynamic < 2; ++dynamic) {
+        const double t = timed_us([&] { launch(dynamic, nullptr); });
+        std::printf("  store probe, %s pieces, %d blocks: %.1f us = %.0f GB/s written\n", dynamic ? "claimed" : "static", G, t,
+                    double(n16) * 16 / t * 1e-3);
+        if (dynamic) break;
+        CK(cudaMemset(run.stamps, 0, std::size_t(G) * 8));
+        launch(0, run.stamps);
+        CK(cudaDeviceSynchronize());
+        std::vector<u64> fin(G);
+        CK(cudaMemcpy(fin.data(), run.stamps, std::size_t(G) * 8, cudaMemcpyDeviceToHost));
+        std::sort(fin.begin(), fin.end());
+        std::printf("    static: blocks end (us after the first) p10 %.2f p50 %.2f p90 %.2f max %.2f\n", (fin[G / 10] - fin[0]) * 1e-3,
+                    (fin[G / 2] - fin[0]) * 1e-3, (fin[G * 9 / 10] - fin[0]) * 1e-3, (fin[G - 1] - fin[0]) * 1e-3);
+      }
+    }
     for (const config& c : configs) {
       params p;
       std::size_t smem;
