@@ -138,18 +138,19 @@ __device__ __forceinline__ void row_scan_rgba8(uint4 unit, int lane, std::uint32
   xGA -= sGA;
 }
 
-//! Sums over a warp row of RGBA8 pixels, 4 a lane (one 16-byte unit), row after row: each lane's 4
-//! column sums and each row's sum, as the 16-bit pairs R|B and G|A (a 128-px row sum, and a column
-//! sum over up to 257 rows, fit 16 bits).
-struct strip_sums {
-  std::uint32_t cRB[4] = {0, 0, 0, 0}, cGA[4] = {0, 0, 0, 0};  // the lane's 4 columns
-  std::uint32_t myRB = 0, myGA = 0;                            // the sum of row `lane` (row index r == lane)
-  //! Adds row r; returns its sum (R, G, B, A) to every lane.
-  __device__ __forceinline__ uint4 add_row(uint4 px, int r, int lane) {
-    const std::uint32_t q[4] = {px.x, px.y, px.z, px.w};
-    std::uint32_t sRB = 0, sGA = 0;
+//! Sums over rows of RGBA8 pixels, N words (pixels) a lane wherever they lie in the row, row after
+//! row: each lane's N column sums and each row's sum, as the 16-bit pairs R|B and G|A (a row sum over
+//! at most 257 px, and a column sum over up to 257 rows, fit 16 bits).
+template <int N>
+struct lane_sums {
+  std::uint32_t cRB[N] = {}, cGA[N] = {};  // the lane's N columns
+  std::uint32_t myRB = 0, myGA = 0;        // the sum of row `lane` (row index r == lane)
+  //! Adds row r (the lane's words q of it); its sum goes to every lane in sRB, sGA.
+  __device__ __forceinline__ void add_words(const std::uint32_t (&q)[N], int r, int lane, std::uint32_t& sRB, std::uint32_t& sGA) {
+    sRB = 0;
+    sGA = 0;
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
+    for (int u = 0; u < N; ++u) {
       const std::uint32_t rb = q[u] & 0x00FF00FFu, ga = (q[u] >> 8) & 0x00FF00FFu;
       cRB[u] += rb;
       cGA[u] += ga;
@@ -165,11 +166,22 @@ struct strip_sums {
       myRB = sRB;
       myGA = sGA;
     }
-    return rgba_of_pairs(sRB, sGA);
   }
   //! Column k's sums (R, G, B, A) and row `lane`'s.
   __device__ __forceinline__ uint4 column(int k) const { return rgba_of_pairs(cRB[k], cGA[k]); }
   __device__ __forceinline__ uint4 row() const { return rgba_of_pairs(myRB, myGA); }
+};
+
+//! lane_sums over a warp row of RGBA8 pixels, 4 a lane (one 16-byte unit): K1's strip sums (a
+//! 128-px row sum fits 16 bits).
+struct strip_sums : lane_sums<4> {
+  //! Adds row r; returns its sum (R, G, B, A) to every lane.
+  __device__ __forceinline__ uint4 add_row(uint4 px, int r, int lane) {
+    const std::uint32_t q[4] = {px.x, px.y, px.z, px.w};
+    std::uint32_t sRB, sGA;
+    add_words(q, r, lane, sRB, sGA);
+    return rgba_of_pairs(sRB, sGA);
+  }
 };
 
 // mbarriers and bulk copies (cp.async.bulk, sm_90 and later; only callers built for sm_90 use them).
