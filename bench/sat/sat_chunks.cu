@@ -581,17 +581,11 @@ struct runner {
 int main(int argc, char** argv) {
   using namespace chunks;
   const char* program = "canopy-sat-chunks";
-  bool small_only = false;
-  std::string c4 = "2:8:72:16:0:2:0,2:8:48:16:0:3:0,1:4:96:16:0:3:0", c8 = "2:4:72:16:0:2:0,2:4:48:16:0:3:0";
-  if (const int rc = config_command_line(argc, argv, program, "B:Gy:RH:UR[:F[:K[:S]]]", small_only, c4, c8); rc >= 0) return rc;
-  bool all_ok = true;
-  const int sizes[][2] = {{128, 1}, {256, 33}, {1024, 100}, {640, 47}, {2048, 300}, {384, 1000}, {3840, 2160}, {7680, 4320}};
-  for (auto& sz : sizes) {
-    const int w = sz[0], h = sz[1];
-    if (small_only && w >= 3840) continue;
-    const bool timed = w >= 3840;
-    const std::vector<config> configs = parse_configs(w >= 7680 ? c8 : c4, program);
-    test_image ti(w, h, timed);
+  return run_prototype(argc, argv, program, "B:Gy:RH:UR[:F[:K[:S]]]", "2:8:72:16:0:2:0,2:8:48:16:0:3:0,1:4:96:16:0:3:0",
+                       "2:4:72:16:0:2:0,2:4:48:16:0:3:0", "",
+                       {{128, 1}, {256, 33}, {1024, 100}, {640, 47}, {2048, 300}, {384, 1000}, {3840, 2160}, {7680, 4320}}, parse_configs,
+                       [&](test_image& ti, bool timed, const std::vector<config>& configs, bool& all_ok) {
+    const int w = ti.w, h = ti.h;
     const std::size_t npx = ti.npx;
     std::uint32_t* dimg = ti.dimg;
     uint4* dtab = ti.dtab;
@@ -662,7 +656,5 @@ int main(int argc, char** argv) {
                     p.NC > 1 ? wait / G / (p.NC - 1) * 1e-3 : 0.0, exch / G / p.NC * 1e-3);
       }
     }
-  }
-  std::printf("%s: %s\n", program, all_ok ? "ok" : "FAILED (tables differ from the reference)");
-  return all_ok ? 0 : 1;
+  });
 }

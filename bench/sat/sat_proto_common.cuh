@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -103,6 +104,11 @@ __device__ __forceinline__ uint4 warp_sum4(uint4 v) {
   for (int o = 16; o; o >>= 1)
     v = add4(v, make_uint4(__shfl_xor_sync(~0u, v.x, o), __shfl_xor_sync(~0u, v.y, o), __shfl_xor_sync(~0u, v.z, o), __shfl_xor_sync(~0u, v.w, o)));
   return v;
+}
+
+//! Each channel of v as lane src holds it.
+__device__ __forceinline__ uint4 shfl4(uint4 v, int src) {
+  return make_uint4(__shfl_sync(~0u, v.x, src), __shfl_sync(~0u, v.y, src), __shfl_sync(~0u, v.z, src), __shfl_sync(~0u, v.w, src));
 }
 
 //! Inclusive sums of a and b over lanes 0..lane of the warp, side by side (two packed pairs).
@@ -326,5 +332,29 @@ struct test_image {
   test_image(const test_image&) = delete;
   test_image& operator=(const test_image&) = delete;
 };
+
+//! The configurable prototypes' driver. Reads the command line (config_command_line), parses every
+//! configuration list up front (parse(list, program) exits on a bad one), then for each size makes
+//! its test_image and calls body(ti, timed, configs, all_ok): sizes of 3840 px and wider are timed
+//! (and skipped with --small) with c4's configurations, or c8's from 7680 px; smaller ones, checked
+//! only, get `small_configs` (c4's when empty). Prints "program: ok" or FAILED and returns the exit
+//! code.
+template <class Parse, class Body>
+int run_prototype(int argc, char** argv, const char* program, const char* syntax, std::string c4, std::string c8,
+                  const std::string& small_configs, const std::vector<std::array<int, 2>>& sizes, Parse parse, Body body) {
+  bool small_only = false;
+  if (const int rc = config_command_line(argc, argv, program, syntax, small_only, c4, c8); rc >= 0) return rc;
+  const auto k4 = parse(c4, program), k8 = parse(c8, program), ks = small_configs.empty() ? k4 : parse(small_configs, program);
+  bool all_ok = true;
+  for (const auto& sz : sizes) {
+    const int w = sz[0], h = sz[1];
+    const bool timed = w >= 3840;
+    if (small_only && timed) continue;
+    test_image ti(w, h, timed);
+    body(ti, timed, w >= 7680 ? k8 : timed ? k4 : ks, all_ok);
+  }
+  std::printf("%s: %s\n", program, all_ok ? "ok" : "FAILED (tables differ from the reference)");
+  return all_ok ? 0 : 1;
+}
 
 }  // namespace sat_proto

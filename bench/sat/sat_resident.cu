@@ -44,7 +44,7 @@ namespace resident {
 
 constexpr int MAX_CHUNKS = 64;
 constexpr int MAX_WARPS = 16;
-constexpr int NSTAMP = 6;  // loaded, summed, arrived, released, carries, walked
+constexpr int NSTAMP = 6;  // per chunk: loaded, summed, released, carries, walked; SM id (chunk 0)
 using u64 = unsigned long long;
 
 struct params {
@@ -75,9 +75,6 @@ __device__ __forceinline__ void mbar_arrive(std::uint64_t* m) {
 }
 __device__ __forceinline__ void store_cs(uint4* a, uint4 v) {
   asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
-__device__ __forceinline__ uint4 shfl4(uint4 v, int src) {
-  return make_uint4(__shfl_sync(~0u, v.x, src), __shfl_sync(~0u, v.y, src), __shfl_sync(~0u, v.z, src), __shfl_sync(~0u, v.w, src));
 }
 __device__ __forceinline__ uint4 pairs4(uint2 v) { return rgba_of_pairs(v.x, v.y); }
 
@@ -138,7 +135,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_resident(params p) {
     mbar_arrive(&mbar[w]);
   }
 
-  if (stamping) p.stamps[(std::size_t(blk) * NSTAMP + 0) * MAX_CHUNKS + MAX_CHUNKS - 1] = smid();
+  if (stamping) p.stamps[(std::size_t(blk) * NSTAMP + 5) * MAX_CHUNKS] = smid();
   std::uint32_t sink = 0;
   for (int c = 0; c < p.NC; ++c) {
     const int slot = c & 1;
@@ -186,12 +183,11 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_resident(params p) {
     if (threadIdx.x == 0) {
       if (stamping) stamp(1, c);
       __threadfence();
-      if (stamping) stamp(2, c);
       atomicAdd(&p.cnt[c], 1u);  // counted in every mode: the next build's target assumes it
       if (p.mode != 1)
         while (ld_acquire_gpu(&p.cnt[c]) < p.target) {
         }
-      if (stamping) stamp(3, c);
+      if (stamping) stamp(2, c);
     }
     __syncthreads();
     // 4. Carries.
@@ -231,7 +227,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_resident(params p) {
       }
     }
     __syncthreads();
-    if (stamping) stamp(4, c);
+    if (stamping) stamp(3, c);
     for (int v = 0; v < w; ++v) Rl = add4(Rl, rtot[v]);
     uint4 T[G];  // the table at row ya - 1 over the lane's columns
     {
@@ -254,8 +250,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_resident(params p) {
 
     // 5. Walk, requesting the next chunk's rows as they free up.
     const bool next = c + 1 < p.NC;
-    const int th_next = next ? p.TH : 0;
-    if (next && lane == 0) request(c + 1, n, th_next);
+    if (next && lane == 0) request(c + 1, n, p.THmax);  // rows this chunk does not use
     int freed = 0;
     uint4* trow = p.tab + std::size_t(ya) * p.W + x0 + lane;
     for (int r = 0; r < n; ++r, trow += p.W) {
@@ -284,7 +279,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_resident(params p) {
       }
     }
     if (next && lane == 0) mbar_arrive(&mbar[w]);
-    if (stamping) stamp(5, c);
+    if (stamping) stamp(4, c);
   }
   if (sink == 0x9E3779B9u) p.tab[0].x = sink;  // keeps the nostore diagnostic's work alive
 }
@@ -330,7 +325,6 @@ std::vector<config> parse_configs(const std::string& s, const char* program) {
     std::size_t j = s.find(',', i);
     if (j == std::string::npos) j = s.size();
     const std::string item = s.substr(i, j - i);
-    config c{8, 8, 8, 8, 17, 4, 0};
     int v[7], k = 0;
     std::size_t q = 0;
     while (k < 7 && q <= item.size()) {
@@ -345,8 +339,7 @@ std::vector<config> parse_configs(const std::string& s, const char* program) {
                   item.c_str());
       std::exit(canopy_bench::exit_bad_command_line);
     }
-    c = {v[0], v[1], v[2], v[3], v[4], k > 5 ? v[5] : 4, k > 6 ? v[6] : 0};
-    out.push_back(c);
+    out.push_back({v[0], v[1], v[2], v[3], v[4], k > 5 ? v[5] : 4, k > 6 ? v[6] : 0});
     i = j + 1;
   }
   return out;
@@ -364,7 +357,6 @@ const void* kernel_for(int G) {
 
 struct runner {
   int W, H, sms = 0;
-  bool plain = false;  // diagnostic: a plain launch (every block still fits at once: one an SM, grid <= SMs)
   uint2 *rowsum = nullptr, *colsum = nullptr;
   uint4* total = nullptr;
   unsigned* cnt = nullptr;
@@ -422,7 +414,7 @@ struct runner {
       why = "regions of " + std::to_string(p.RHmax) + " rows (16-bit column sums hold 257)";
       return false;
     }
-    if (p.NC >= MAX_CHUNKS) {
+    if (p.NC > MAX_CHUNKS) {
       why = std::to_string(p.NC) + " chunks";
       return false;
     }
@@ -442,8 +434,11 @@ struct runner {
     epoch = 0;
     return true;
   }
+  //! Modes 0-3 as params::mode, cooperative launch; 4 and 5: modes 3 and 0 launched plainly (every
+  //! block still fits at once: one an SM, grid <= SMs).
   void launch(int G, params p, std::size_t smem, int mode, bool stamped = false) {
-    p.mode = mode == 4 ? 3 : mode == 5 ? 0 : mode;  // 4, 5: modes 3 and 0 launched plainly
+    const bool plain = mode >= 4;
+    p.mode = mode == 4 ? 3 : mode == 5 ? 0 : mode;
     if (p.mode != 3) ++epoch;  // the empty kernel counts nothing
     p.target = epoch * unsigned(p.Gx * p.Gy);
     p.stamps = stamped ? stamps : nullptr;
@@ -458,19 +453,12 @@ struct runner {
 
 int main(int argc, char** argv) {
   using namespace resident;
-  const char* program = "canopy-sat-resident";
-  bool small_only = false;
-  std::string c4 = "8:8:8:17:17,8:8:8:9:17,8:12:8:12:12,8:8:8:17:17:4:1", c8 = "8:8:4:23:23,8:12:4:15:15,8:12:4:8:15,8:8:4:23:23:4:1";
-  if (const int rc = config_command_line(argc, argv, program, "G:NW:Gy:TH0:TH[:RG[:hint]]", small_only, c4, c8); rc >= 0) return rc;
-  const std::string small_cfg = "4:8:8:2:4:1,4:8:8:4:8,8:4:8:3:5:2,4:16:2:1:2:3";
-  bool all_ok = true;
-  const int sizes[][2] = {{128, 1}, {256, 33}, {1024, 100}, {640, 47}, {2048, 300}, {384, 1000}, {3840, 2160}, {7680, 4320}};
-  for (auto& sz : sizes) {
-    const int w = sz[0], h = sz[1];
-    if (small_only && w >= 3840) continue;
-    const bool timed = w >= 3840;
-    const std::vector<config> configs = parse_configs(timed ? (w >= 7680 ? c8 : c4) : small_cfg, program);
-    test_image ti(w, h, timed);
+  return run_prototype(argc, argv, "canopy-sat-resident", "G:NW:Gy:TH0:TH[:RG[:hint]]",
+                       "8:8:8:17:17,8:8:8:9:17,8:12:8:12:12,8:8:8:17:17:4:1", "8:8:4:23:23,8:12:4:15:15,8:12:4:8:15,8:8:4:23:23:4:1",
+                       "4:8:8:2:4:1,4:8:8:4:8,8:4:8:3:5:2,4:16:2:1:2:3",
+                       {{128, 1}, {256, 33}, {1024, 100}, {640, 47}, {2048, 300}, {384, 1000}, {3840, 2160}, {7680, 4320}}, parse_configs,
+                       [](test_image& ti, bool timed, const std::vector<config>& configs, bool& all_ok) {
+    const int w = ti.w, h = ti.h;
     runner run(w, h);
     if (timed) {  // the store probe: static shares against claimed pieces
       const std::size_t n16 = ti.npx, npieces = (n16 + 4095) / 4096;  // the table: one 16-byte word a pixel
@@ -508,7 +496,6 @@ int main(int argc, char** argv) {
       }
       for (int mode = 0; mode < (timed ? 6 : 1); ++mode) {
         const char* names[] = {"exact", "nobarrier", "nostore", "empty", "empty-plain", "exact-plain"};
-        run.plain = mode >= 4;
         const char* name = names[mode];
         auto check = [&](const char* when) {
           if (mode == 0 || mode == 5) return ti.table_exact(std::string(name) + " " + cname, when, all_ok);
@@ -541,8 +528,8 @@ int main(int argc, char** argv) {
           std::vector<std::pair<double, int>> d;
           for (int b = 0; b < B; ++b) {
             double s = 0;
-            for (int ch = 0; ch < p.NC; ++ch) s += at(b, 5, ch) - at(b, 4, ch);
-            d.push_back({s * 1e-3, int(st[(std::size_t(b) * NSTAMP + 0) * MAX_CHUNKS + MAX_CHUNKS - 1])});
+            for (int ch = 0; ch < p.NC; ++ch) s += at(b, 4, ch) - at(b, 3, ch);
+            d.push_back({s * 1e-3, int(st[(std::size_t(b) * NSTAMP + 5) * MAX_CHUNKS])});
           }
           std::sort(d.begin(), d.end());
           std::printf("    walk time a block (us): min %.2f p10 %.2f p50 %.2f p90 %.2f max %.2f; slowest (block sm): ", d[0].first, d[B / 10].first,
@@ -553,20 +540,18 @@ int main(int argc, char** argv) {
           std::printf("\n");
         }
         for (int ch = 0; ch < p.NC; ++ch) {
-          double m[NSTAMP] = {}, mx[NSTAMP] = {};
+          double m[5] = {}, mx[5] = {};
           for (int b = 0; b < B; ++b)
-            for (int s = 0; s < NSTAMP; ++s) {
+            for (int s = 0; s < 5; ++s) {
               m[s] += (at(b, s, ch) - t0) / B;
               mx[s] = std::max(mx[s], at(b, s, ch) - t0);
             }
           std::printf("    chunk %d (us from the first block's first load; mean / max over blocks): loaded %.2f / %.2f, summed %.2f / %.2f, "
                       "released %.2f / %.2f, carries %.2f / %.2f, walked %.2f / %.2f\n",
-                      ch, m[0] * 1e-3, mx[0] * 1e-3, m[1] * 1e-3, mx[1] * 1e-3, m[3] * 1e-3, mx[3] * 1e-3, m[4] * 1e-3, mx[4] * 1e-3,
-                      m[5] * 1e-3, mx[5] * 1e-3);
+                      ch, m[0] * 1e-3, mx[0] * 1e-3, m[1] * 1e-3, mx[1] * 1e-3, m[2] * 1e-3, mx[2] * 1e-3, m[3] * 1e-3, mx[3] * 1e-3,
+                      m[4] * 1e-3, mx[4] * 1e-3);
         }
       }
     }
-  }
-  std::printf("%s: %s\n", program, all_ok ? "ok" : "FAILED (tables differ from the reference)");
-  return all_ok ? 0 : 1;
+  });
 }

@@ -272,9 +272,6 @@ __device__ __forceinline__ long long wait_reach(const unsigned* p, unsigned targ
   __syncwarp();
   return waited;
 }
-__device__ __forceinline__ uint4 shfl4(uint4 v, int src) {
-  return make_uint4(__shfl_sync(~0u, v.x, src), __shfl_sync(~0u, v.y, src), __shfl_sync(~0u, v.z, src), __shfl_sync(~0u, v.w, src));
-}
 
 constexpr int kPoolRows = 12;  // rows of a warp's 6 KB (stage + ring)
 // Strip block i, warp `warp` of W: bands warp, warp + W, ... A band's 32 image rows arrive as rows

@@ -484,17 +484,10 @@ std::vector<config> parse_configs(const std::string& s, const char* program) {
 int main(int argc, char** argv) {
   using namespace strips;
   const char* program = "canopy-sat-strips";
-  bool small_only = false;
-  std::string c4 = "8:4:8:4:1", c8 = "8:3:4:2:2";
-  if (const int rc = config_command_line(argc, argv, program, "C:P:Q:R[:B[:K]]", small_only, c4, c8); rc >= 0) return rc;
-  bool all_ok = true;
-  const int sizes[][2] = {{128, 1}, {256, 33}, {1024, 100}, {640, 47}, {2048, 300}, {3840, 2160}, {7680, 4320}};
-  for (auto& sz : sizes) {
-    const int w = sz[0], h = sz[1];
-    if (small_only && w >= 3840) continue;
-    const bool timed = w >= 3840;
-    const std::vector<config> configs = parse_configs(w >= 7680 ? c8 : c4, program);
-    test_image ti(w, h, timed);
+  return run_prototype(argc, argv, program, "C:P:Q:R[:B[:K]]", "8:4:8:4:1", "8:3:4:2:2", "",
+                       {{128, 1}, {256, 33}, {1024, 100}, {640, 47}, {2048, 300}, {3840, 2160}, {7680, 4320}}, parse_configs,
+                       [&](test_image& ti, bool timed, const std::vector<config>& configs, bool& all_ok) {
+    const int w = ti.w, h = ti.h;
     const std::size_t npx = ti.npx;
     const std::vector<std::uint32_t>& img = ti.img;
     std::uint32_t* dimg = ti.dimg;
@@ -534,7 +527,5 @@ int main(int argc, char** argv) {
                     st[6] * 1e-3 / wb, st[7] * 1e-3 / wb);
       }
     }
-  }
-  std::printf("%s: %s\n", program, all_ok ? "ok" : "FAILED (tables differ from the reference)");
-  return all_ok ? 0 : 1;
+  });
 }
