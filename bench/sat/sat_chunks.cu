@@ -467,19 +467,15 @@ struct config {
 
 std::vector<config> parse_configs(const std::string& s, const char* program) {
   std::vector<config> out;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const std::size_t j = std::min(s.find(',', i), s.size());
+  for (const std::string& one : config_items(s)) {
     config c{0, 0, 0, 0, 0, 2, 0};
-    if (std::sscanf(s.substr(i, j - i).c_str(), "%d:%d:%d:%d:%d:%d:%d", &c.B, &c.Gy, &c.RH, &c.UR, &c.F, &c.K, &c.S) < 4 || c.F < 0 || c.F > c.RH ||
+    if (std::sscanf(one.c_str(), "%d:%d:%d:%d:%d:%d:%d", &c.B, &c.Gy, &c.RH, &c.UR, &c.F, &c.K, &c.S) < 4 || c.F < 0 || c.F > c.RH ||
         c.K < 2 || c.K > 4 || c.S < 0 || c.S > 1 || c.B < 1 || c.B > 2 || c.Gy < 1 ||
         c.RH < 1 || c.RH > 160 || c.UR < 1 || c.UR > 256 || c.B * ((c.RH + c.UR - 1) / c.UR) > MAX_UNITS) {
-      std::printf("%s: bad config '%s' (B:Gy:RH:UR[:F[:K[:S]]], F <= RH, K 2..4, S 0..1, B <= 2 (16-bit row sums), RH <= 160, B * ceil(RH / UR) <= %d)\n", program, s.substr(i, j - i).c_str(),
-                  MAX_UNITS);
+      std::printf("%s: bad config '%s' (B:Gy:RH:UR[:F[:K[:S]]], F <= RH, K 2..4, S 0..1, B <= 2 (16-bit row sums), RH <= 160, B * ceil(RH / UR) <= %d)\n", program, one.c_str(), MAX_UNITS);
       std::exit(canopy_bench::exit_bad_command_line);
     }
     out.push_back(c);
-    i = j + 1;
   }
   return out;
 }

@@ -266,6 +266,17 @@ inline std::size_t count_mismatches(const std::vector<std::uint32_t>& got, const
   return bad;
 }
 
+//! The comma-separated items of a configuration list.
+inline std::vector<std::string> config_items(const std::string& s) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t j = std::min(s.find(',', i), s.size());
+    out.push_back(s.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
 //! The command line of the configurable prototypes: --small (odd sizes only), --configs (both timed
 //! sizes), --configs-4k, --configs-8k. Returns -1 to go on, otherwise the exit code (after a usage
 //! line naming `syntax`).

@@ -320,27 +320,14 @@ struct config {
 };
 std::vector<config> parse_configs(const std::string& s, const char* program) {
   std::vector<config> out;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    std::size_t j = s.find(',', i);
-    if (j == std::string::npos) j = s.size();
-    const std::string item = s.substr(i, j - i);
-    int v[7], k = 0;
-    std::size_t q = 0;
-    while (k < 7 && q <= item.size()) {
-      std::size_t e = item.find(':', q);
-      if (e == std::string::npos) e = item.size();
-      v[k++] = std::atoi(item.substr(q, e - q).c_str());
-      q = e + 1;
-    }
-    if (k < 5 || (v[0] != 4 && v[0] != 8) || v[1] < 1 || v[1] > MAX_WARPS || v[2] < 1 || v[3] < 1 || v[3] > 32 || v[4] < 1 ||
-        v[4] > 32 || (k > 5 && v[5] < 1)) {
-      std::printf("%s: bad configuration '%s' (G:NW:Gy:TH0:TH[:RG[:hint]], G 4 or 8, NW <= 16, TH0 and TH <= 32)\n", program,
-                  item.c_str());
+  for (const std::string& one : config_items(s)) {
+    config c{0, 0, 0, 0, 0, 4, 0};
+    if (std::sscanf(one.c_str(), "%d:%d:%d:%d:%d:%d:%d", &c.G, &c.NW, &c.Gy, &c.TH0, &c.TH, &c.RG, &c.hint) < 5 || (c.G != 4 && c.G != 8) ||
+        c.NW < 1 || c.NW > MAX_WARPS || c.Gy < 1 || c.TH0 < 1 || c.TH0 > 32 || c.TH < 1 || c.TH > 32 || c.RG < 1 || c.hint < 0 || c.hint > 1) {
+      std::printf("%s: bad configuration '%s' (G:NW:Gy:TH0:TH[:RG[:hint]], G 4 or 8, NW <= 16, TH0 and TH <= 32, RG >= 1, hint 0 or 1)\n", program, one.c_str());
       std::exit(canopy_bench::exit_bad_command_line);
     }
-    out.push_back({v[0], v[1], v[2], v[3], v[4], k > 5 ? v[5] : 4, k > 6 ? v[6] : 0});
-    i = j + 1;
+    out.push_back(c);
   }
   return out;
 }

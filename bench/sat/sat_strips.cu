@@ -462,11 +462,7 @@ struct runner {
 
 std::vector<config> parse_configs(const std::string& s, const char* program) {
   std::vector<config> out;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    std::size_t j = s.find(',', i);
-    if (j == std::string::npos) j = s.size();
-    const std::string one = s.substr(i, j - i);
+  for (const std::string& one : config_items(s)) {
     config c;
     if (std::sscanf(one.c_str(), "%d:%d:%d:%d:%d:%d", &c.C, &c.P, &c.Q, &c.R, &c.blocks_per_sm, &c.K) < 4 || c.C < 1 || c.C > MAXC ||
         c.P < 1 || c.Q < 1 || c.R < 1 || c.P + c.Q + c.R > 20 || c.blocks_per_sm < 1 || c.blocks_per_sm > 4 || c.K < 0 || c.K > 64) {
@@ -474,7 +470,6 @@ std::vector<config> parse_configs(const std::string& s, const char* program) {
       std::exit(canopy_bench::exit_bad_command_line);
     }
     out.push_back(c);
-    i = j + 1;
   }
   return out;
 }
