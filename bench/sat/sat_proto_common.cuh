@@ -212,6 +212,30 @@ __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned b
                "l"(src), "r"(bytes), "r"(smem_u32(m)), "l"(pol)
                : "memory");
 }
+//! An mbarrier expecting `count` arrivals a phase.
+__device__ __forceinline__ void mbar_init(std::uint64_t* m, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(m)), "r"(count) : "memory");
+}
+//! Adds `bytes` of bulk copies to the current phase of `m` without arriving.
+__device__ __forceinline__ void mbar_expect_tx(std::uint64_t* m, unsigned bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(m)), "r"(bytes) : "memory");
+}
+//! One arrival on `m` (release at CTA scope).
+__device__ __forceinline__ void mbar_arrive(std::uint64_t* m) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(m)) : "memory");
+}
+//! A word another block publishes, read with acquire semantics at GPU scope.
+__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* a) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(a) : "memory");
+  return v;
+}
+//! The SM this thread runs on.
+__device__ __forceinline__ unsigned smid() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+  return r;
+}
 //! Waits until the phase of `m` with this parity has completed.
 __device__ __forceinline__ void mbar_wait(std::uint64_t* m, unsigned parity) {
   unsigned done = 0;
@@ -277,40 +301,44 @@ inline std::vector<std::string> config_items(const std::string& s) {
   return out;
 }
 
-//! The command line of the configurable prototypes: --small (odd sizes only), --configs (both timed
-//! sizes), --configs-4k, --configs-8k. Returns -1 to go on, otherwise the exit code (after a usage
-//! line naming `syntax`).
-inline int config_command_line(int argc, char** argv, const char* program, const char* syntax, bool& small_only, std::string& c4,
-                               std::string& c8) {
+//! The command line of the configurable prototypes: --small (odd sizes only), --timed (timed sizes
+//! only), --configs (both timed sizes), --configs-4k, --configs-8k. Returns -1 to go on, otherwise
+//! the exit code (after a usage line naming `syntax`).
+inline int config_command_line(int argc, char** argv, const char* program, const char* syntax, bool& small_only, bool& timed_only,
+                               std::string& c4, std::string& c8) {
   try {
     canopy_bench::command_line cl(argc, argv, program);
     while (cl.next()) {
       if (cl.is("--small")) small_only = true;
+      else if (cl.is("--timed")) timed_only = true;
       else if (cl.is("--configs")) c4 = c8 = cl.value();
       else if (cl.is("--configs-4k")) c4 = cl.value();
       else if (cl.is("--configs-8k")) c8 = cl.value();
       else cl.refuse_unknown();
     }
   } catch (const canopy_bench::bad_flag& e) {
-    std::printf("%s\nusage: %s [--small] [--configs %s,... | --configs-4k ... --configs-8k ...]\n", e.what(), program, syntax);
+    std::printf("%s\nusage: %s [--small | --timed] [--configs %s,... | --configs-4k ... --configs-8k ...]\n", e.what(), program, syntax);
     return canopy_bench::exit_bad_command_line;
   }
   return cuda_device_present(program) ? -1 : 77;
 }
 
-//! One test image of the prototypes: random RGBA8 pixels (seeded by the size) on the device, a
+//! One test image of the prototypes: random RGBA8 pixels (seeded by the size), or every channel
+//! 255 (`bright`: the largest sums, so 16-bit partial sums that can overflow do), on the device, a
 //! table and a copy target there, the CPU reference table, and for timed sizes the bandwidth of a
 //! device-to-device copy of a table-sized buffer in the same run (printed).
 struct test_image {
   int w, h;
+  bool bright;
   std::size_t npx;
   std::vector<std::uint32_t> img, ref, got;
   std::uint32_t* dimg = nullptr;
   uint4 *dtab = nullptr, *dcopy = nullptr;
   double bytes, copy_gbps = 0.0;  // image + table bytes; copy GB/s (timed sizes)
-  test_image(int w_, int h_, bool timed) : w(w_), h(h_), npx(std::size_t(w_) * h_), img(npx), got(npx * 4), bytes(double(npx) * 20.0) {
+  test_image(int w_, int h_, bool timed, bool bright_ = false)
+      : w(w_), h(h_), bright(bright_), npx(std::size_t(w_) * h_), img(npx), got(npx * 4), bytes(double(npx) * 20.0) {
     std::mt19937 rng(unsigned(w * 7 + h));
-    for (auto& v : img) v = rng();
+    for (auto& v : img) v = bright ? 0xFFFFFFFFu : rng();
     SAT_PROTO_CHECK(cudaMalloc(&dimg, npx * 4));
     SAT_PROTO_CHECK(cudaMalloc(&dtab, npx * 16));
     SAT_PROTO_CHECK(cudaMalloc(&dcopy, npx * 16));
@@ -330,11 +358,13 @@ struct test_image {
     SAT_PROTO_CHECK(cudaMemcpy(got.data(), dtab, npx * 16, cudaMemcpyDeviceToHost));
     const std::size_t bad = count_mismatches(got, ref, w);
     if (bad) {
-      std::printf("  %dx%d %s: WRONG %s (%zu bad)\n", w, h, what.c_str(), when, bad);
+      std::printf("  %dx%d%s %s: WRONG %s (%zu bad)\n", w, h, label(), what.c_str(), when, bad);
       all_ok = false;
     }
     return bad == 0;
   }
+  //! " all-255" for the bright image, "" for a random one (to follow the size in reports).
+  const char* label() const { return bright ? " all-255" : ""; }
   ~test_image() {
     cudaFree(dimg);
     cudaFree(dtab);
@@ -346,23 +376,26 @@ struct test_image {
 
 //! The configurable prototypes' driver. Reads the command line (config_command_line), parses every
 //! configuration list up front (parse(list, program) exits on a bad one), then for each size makes
-//! its test_image and calls body(ti, timed, configs, all_ok): sizes of 3840 px and wider are timed
+//! its test_image (checked sizes twice: random, then all-255) and calls body(ti, timed, configs,
+//! all_ok): sizes of 3840 px and wider are timed
 //! (and skipped with --small) with c4's configurations, or c8's from 7680 px; smaller ones, checked
 //! only, get `small_configs` (c4's when empty). Prints "program: ok" or FAILED and returns the exit
 //! code.
 template <class Parse, class Body>
 int run_prototype(int argc, char** argv, const char* program, const char* syntax, std::string c4, std::string c8,
                   const std::string& small_configs, const std::vector<std::array<int, 2>>& sizes, Parse parse, Body body) {
-  bool small_only = false;
-  if (const int rc = config_command_line(argc, argv, program, syntax, small_only, c4, c8); rc >= 0) return rc;
+  bool small_only = false, timed_only = false;
+  if (const int rc = config_command_line(argc, argv, program, syntax, small_only, timed_only, c4, c8); rc >= 0) return rc;
   const auto k4 = parse(c4, program), k8 = parse(c8, program), ks = small_configs.empty() ? k4 : parse(small_configs, program);
   bool all_ok = true;
   for (const auto& sz : sizes) {
     const int w = sz[0], h = sz[1];
     const bool timed = w >= 3840;
-    if (small_only && timed) continue;
-    test_image ti(w, h, timed);
-    body(ti, timed, w >= 7680 ? k8 : timed ? k4 : ks, all_ok);
+    if ((small_only && timed) || (timed_only && !timed)) continue;
+    for (int bright = 0; bright < (timed ? 1 : 2); ++bright) {  // checked sizes also as an all-255 image
+      test_image ti(w, h, timed, bright != 0);
+      body(ti, timed, w >= 7680 ? k8 : timed ? k4 : ks, all_ok);
+    }
   }
   std::printf("%s: %s\n", program, all_ok ? "ok" : "FAILED (tables differ from the reference)");
   return all_ok ? 0 : 1;

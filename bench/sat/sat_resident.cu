@@ -62,17 +62,6 @@ struct params {
   u64* stamps;
 };
 
-__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* a) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(a) : "memory");
-  return v;
-}
-__device__ __forceinline__ void mbar_expect_tx(std::uint64_t* m, unsigned bytes) {
-  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(m)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(std::uint64_t* m) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(m)) : "memory");
-}
 __device__ __forceinline__ void store_cs(uint4* a, uint4 v) {
   asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
@@ -86,12 +75,6 @@ __device__ __forceinline__ chunk_rows rows_of(const params& p, int c, int I) {
   const int th = c == p.NC - 1 ? p.THL : c ? p.TH : p.TH0;
   const int start = c ? p.Gy * p.NW * (p.TH0 + (c - 1) * p.TH) : 0;
   return {th, start + I * p.NW * th};
-}
-
-__device__ __forceinline__ unsigned smid() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
-  return r;
 }
 
 template <int G>

@@ -1,0 +1,718 @@
+// canopy-sat-pipelined: a measuring prototype (not the library's kernel; CUDA builds only, sm_90,
+// not run by CTest) of a SAT for RGBA8 -> u32 (docs/sat.md, "Pipelined resident chunks", session 19).
+//
+// Session 18's resident chunks ran load, sums, grid barrier, carries and walk in turn, and lost the
+// fill, a 5-6 us gap at every chunk (the slowest block's sums, the barrier and the carries, with no
+// stores in flight) and an uneven end; its walk, one warp scan a 32-px group, cost 37-40 us of a
+// block's time with no stores at all. This form takes those off the store stream's path:
+//   - two image buffers in shared memory: chunk c + 1 is loaded, summed, exchanged (one grid
+//     barrier a chunk) and turned into carries by producer warps while walker warps write chunk c;
+//   - a walker lane holds 8 consecutive pixels of a 256-px region row: one warp scan a row (10
+//     shuffles for 256 px, against 96 a row in session 18's walk);
+//   - the row goes to a swizzled staging row in shared memory and from there to the table by a
+//     tensor bulk store (TMA, 128-byte swizzle, so the lanes' writes are free of bank conflicts),
+//     or, for comparison, back through shared memory into 512-byte st.global instructions.
+// Regions: Gx = W / 256 region columns, Gy region rows a chunk, one block an SM (cooperative launch),
+// RH rows a region (RH0 in chunk 0, the last chunk's rows spread evenly). A block has P producer
+// warps and K walker warps; walker k owns the k-th of K bands of the region's rows.
+// Producers, chunk c (buffer c & 1): wait until the walkers are done with chunk c - 2, bulk-copy
+// the region's rows, sum them (row sums, band and region column sums as 16-bit channel pairs,
+// total), publish row sums, column sums and total to global slot c & 1, arrive at the chunk's grid
+// barrier (a counter, epoch-tagged), wait for it, read the row sums left of the region, the column
+// sums of its region column and the totals left of it, and leave the walkers each row's carry (Rl)
+// and the table row above the region (Tinit); the column sums above the chunk and the sum above it
+// left of the region are running sums in the Tinit warp's registers.
+// Modes: "exact"; diagnostics "nostore" (everything but the table stores; not checked) and "empty"
+// (launch and set-up). Stamps (globaltimer) mark each chunk's load, publication, release, walk start
+// and walk end; the report gives each block's end and its walkers' waits. Tables are checked
+// exactly against a CPU reference (random and all-255 images); timings are medians against a
+// device-to-device copy of a table-sized buffer in the same run. Exits 1 if a table is wrong.
+#include <cudaTypedefs.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "sat_proto_common.cuh"
+
+using namespace sat_proto;
+#define CK SAT_PROTO_CHECK
+
+namespace pipelined {
+
+constexpr int RW = 256;  // region width: 8 px a lane
+constexpr int MAX_CHUNKS = 64;
+constexpr int MAX_WARPS = 16;
+// Stamps a chunk: 0 producer warp 0's rows loaded, 1 published, 2 released, 3 walk start, 4 walk
+// end (walker 0), 5 SM id (chunk 0 only), 6 the last producer warp's rows loaded, 7 summed, 8 the
+// exchange's reads arrived, 9 carries ready.
+constexpr int NSTAMP = 10;
+using u64 = unsigned long long;
+
+struct params {
+  const std::uint32_t* img;
+  uint4* tab;
+  int W, H, Gx, Gy, P, K, D;     // producers, walkers, staging rows a walker
+  int RH0, RH, RHL, RHmax, NC;   // rows a region: chunk 0, later chunks, the last chunk; chunks
+  int RHs;                       // RHmax rounded up to even: the row sums' stride (16-byte pieces)
+  uint2* rowsum;                 // [2][Gy][Gx][RHs]: each region's row sums (R|B, G|A pairs)
+  uint2* colsum;                 // [2][Gy][Gx][RW]: each region's column sums
+  uint4* total;                  // [2][Gy][Gx]: each region's total
+  unsigned* cnt;                 // [MAX_CHUNKS]: grid barrier of each chunk
+  unsigned target;               // epoch * blocks
+  int mode;                      // 0 exact, 2 no table stores, 3 empty (set-up only)
+  int store;                     // 0: staging read back into st.global; 1: tensor bulk store
+  u64* stamps;
+};
+
+//! Shared-memory layout (byte offsets from a 1024-byte aligned base).
+struct layout {
+  std::size_t stage, img, bandcol, tinit, rl, xchg, xrow, xcol, xtot, regcol, wtot, mbar, bytes;
+  __host__ __device__ layout(int RHmax, int RHs, int P, int K, int D, int Gx, int Gy) {
+    std::size_t o = 0;
+    stage = o;  // [K][D][RW] uint4, 4 KB rows (1024-byte aligned for the 128-byte swizzle)
+    o += std::size_t(K) * D * RW * 16;
+    img = o;  // [2][RHmax][RW] words
+    o += 2 * std::size_t(RHmax) * RW * 4;
+    bandcol = o;  // [2][K][RW] uint2: each walker band's column sums
+    o += 2 * std::size_t(K) * RW * 8;
+    tinit = o;  // [2][RW] uint4: the table row above the region
+    o += 2 * std::size_t(RW) * 16;
+    rl = o;  // [2][RHmax] uint4: each row's carry
+    o += 2 * std::size_t(RHmax) * 16;
+    // The exchange's reads, copied in after the grid barrier: row sums of the regions left of this
+    // one [Gx - 1][RHs] uint2, column sums of its region column [Gy][RW] uint2, every total
+    // [Gy][Gx] uint4. Before the barrier the same bytes hold each producer's column sums
+    // (regcol, [P][RW] uint2).
+    xchg = o;
+    xrow = o;
+    xcol = xrow + std::size_t(Gx - 1) * RHs * 8;
+    xtot = xcol + std::size_t(Gy) * RW * 8;
+    regcol = o;
+    o += std::max(xtot + std::size_t(Gy) * Gx * 16 - o, std::size_t(P) * RW * 8);
+    wtot = o;  // [P] uint4
+    o += std::size_t(P) * 16;
+    mbar = o;  // load[2][P], ready[2], exchange; then done[2] (u32 counters)
+    o += std::size_t(2 * P + 3) * 8 + 8;
+    bytes = o;
+  }
+};
+
+//! Chunk c's rows a region and the chunk's first image row.
+__host__ __device__ inline void chunk_geometry(const params& p, int c, int& start, int& rh) {
+  rh = c == p.NC - 1 ? p.RHL : c ? p.RH : p.RH0;
+  start = c ? p.Gy * (p.RH0 + (c - 1) * p.RH) : 0;
+}
+
+__device__ __forceinline__ void named_barrier(int id, int threads) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory"); }
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void tensor_store(const CUtensorMap* tm, const void* src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(tm), "r"(smem_u32(src)), "r"(c0),
+               "r"(c1), "r"(c2)
+               : "memory");
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+//! Waits until at most n (0, 1 or 2) bulk groups of this thread still read shared memory.
+__device__ __forceinline__ void bulk_wait_read(int n) {
+  if (n <= 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  else if (n == 1) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+  else asm volatile("cp.async.bulk.wait_group.read 2;" ::: "memory");
+}
+__device__ __forceinline__ uint4 sub4(uint4 a, uint4 b) { return make_uint4(a.x - b.x, a.y - b.y, a.z - b.z, a.w - b.w); }
+
+__global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_constant__ CUtensorMap tmap, params p) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  unsigned char* smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+  const layout L(p.RHmax, p.RHs, p.P, p.K, p.D, p.Gx, p.Gy);
+  std::uint32_t* img_s = reinterpret_cast<std::uint32_t*>(smem + L.img);
+  uint4* stage = reinterpret_cast<uint4*>(smem + L.stage);
+  uint2* bandcol = reinterpret_cast<uint2*>(smem + L.bandcol);
+  uint4* tinit = reinterpret_cast<uint4*>(smem + L.tinit);
+  uint4* rl_s = reinterpret_cast<uint4*>(smem + L.rl);
+  uint2* regcol = reinterpret_cast<uint2*>(smem + L.regcol);
+  uint4* wtot = reinterpret_cast<uint4*>(smem + L.wtot);
+  std::uint64_t* loadbar = reinterpret_cast<std::uint64_t*>(smem + L.mbar);  // [2][P]
+  std::uint64_t* ready = loadbar + 2 * p.P;                                  // [2]
+  std::uint64_t* xbar = ready + 2;                                            // the exchange's copies
+  unsigned* done = reinterpret_cast<unsigned*>(xbar + 1);                     // [2]: walkers done with a buffer
+  const uint2* xrow = reinterpret_cast<const uint2*>(smem + L.xrow);
+  const uint2* xcol = reinterpret_cast<const uint2*>(smem + L.xcol);
+  const uint4* xtot = reinterpret_cast<const uint4*>(smem + L.xtot);
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, P = p.P, K = p.K;
+  const int blk = blockIdx.x, I = blk / p.Gx, J = blk % p.Gx, x0 = J * RW;
+  auto stamp = [&](int s, int c) {
+    if (p.stamps) p.stamps[(std::size_t(blk) * NSTAMP + s) * MAX_CHUNKS + c] = global_ns();
+  };
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < 2 * P; ++i) mbar_init(&loadbar[i], 1);
+    for (int b = 0; b < 2; ++b) {
+      mbar_init(&ready[b], unsigned(P) * 32);  // every producer lane arrives after its writes
+      done[b] = 0;
+    }
+    mbar_init(xbar, 1);
+    if (p.stamps) p.stamps[(std::size_t(blk) * NSTAMP + 5) * MAX_CHUNKS] = smid();
+  }
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  __syncthreads();
+  if (p.mode == 3) return;
+
+  // Bulk copies of chunk c's region rows into buffer c & 1 (one thread), each producer warp's bands
+  // on its own mbarrier. Chunks 0 and 1 are requested here; chunk c + 2 by the last walker done with
+  // chunk c, so a load never waits for the producers.
+  const std::uint64_t pol = policy_evict_first();
+  auto load_chunk = [&](int c) {
+    const int b = c & 1;
+    int start, rh;
+    chunk_geometry(p, c, start, rh);
+    const int top = start + I * rh, n = std::max(0, std::min(rh, p.H - top));
+    std::uint32_t* buf = img_s + std::size_t(b) * p.RHmax * RW;
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the walkers' reads of the buffer, then the copies' writes
+    for (int pw = 0; pw < P; ++pw) {
+      unsigned bytes = 0;
+      for (int k = pw; k < K; k += P) bytes += unsigned(std::max(0, std::min((k + 1) * rh / K, n) - k * rh / K)) * RW * 4;
+      mbar_expect_tx(&loadbar[b * P + pw], bytes);
+      for (int k = pw; k < K; k += P)
+        for (int r = k * rh / K; r < std::min((k + 1) * rh / K, n); ++r)
+          bulk_copy(buf + std::size_t(r) * RW, p.img + std::size_t(top + r) * p.W + x0, RW * 4, &loadbar[b * P + pw], pol);
+      mbar_arrive(&loadbar[b * P + pw]);
+    }
+  };
+  if (threadIdx.x == 0)
+    for (int c = 0; c < std::min(2, p.NC); ++c) load_chunk(c);
+
+  if (w < P) {
+    // ---------------------------------------------------------------- producers
+    const int tw = P > 1 ? 1 : 0;                          // the warp that makes Tinit
+    uint4 coltop[8];                                      // (warp tw) columns above the chunk
+    uint4 leftabove = make_uint4(0, 0, 0, 0);             // (warp tw) above the chunk, left of the region
+    for (int i = 0; i < 8; ++i) coltop[i] = make_uint4(0, 0, 0, 0);
+    for (int c = 0; c < p.NC; ++c) {
+      const int b = c & 1, slot = c & 1;
+      int start, rh;
+      chunk_geometry(p, c, start, rh);
+      const int top = start + I * rh, n = std::max(0, std::min(rh, p.H - top));
+      const std::size_t base = (std::size_t(slot) * p.Gy + I) * p.Gx + J;
+      std::uint32_t* buf = img_s + std::size_t(b) * p.RHmax * RW;
+      // 1. This warp's bands of the chunk, requested by load_chunk.
+      mbar_wait(&loadbar[b * P + w], unsigned(c >> 1) & 1u);
+      if (w == 0 && lane == 0) stamp(0, c);
+      if (w == P - 1 && lane == 0) stamp(6, c);
+      // 2. Sums: row sums to global, band column sums to shared memory, region column sums.
+      std::uint32_t cRB[8] = {}, cGA[8] = {};
+      uint4 tot = make_uint4(0, 0, 0, 0);
+      for (int k = w; k < K; k += P) {
+        std::uint32_t bRB[8] = {}, bGA[8] = {};  // the band's column sums
+        const int r1 = std::min((k + 1) * rh / K, n);
+        for (int r = k * rh / K; r < r1; r += 4) {  // four rows at a time: four independent reductions
+          std::uint32_t sRB[4], sGA[4];
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            sRB[q] = 0;
+            sGA[q] = 0;
+            if (r + q < r1) {
+              const uint4* row = reinterpret_cast<const uint4*>(buf + std::size_t(r + q) * RW) + 2 * lane;
+              const uint4 a = row[0], bb = row[1];
+              const std::uint32_t v[8] = {a.x, a.y, a.z, a.w, bb.x, bb.y, bb.z, bb.w};
+#pragma unroll
+              for (int i = 0; i < 8; ++i) {
+                const std::uint32_t x = v[i] & 0x00FF00FFu, y = (v[i] >> 8) & 0x00FF00FFu;
+                bRB[i] += x;
+                bGA[i] += y;
+                sRB[q] += x;
+                sGA[q] += y;
+              }
+            }
+          }
+#pragma unroll
+          for (int o = 16; o; o >>= 1)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+              sRB[q] += __shfl_xor_sync(~0u, sRB[q], o);
+              sGA[q] += __shfl_xor_sync(~0u, sGA[q], o);
+            }
+#pragma unroll
+          for (int q = 0; q < 4; ++q)
+            if (r + q < r1) {
+              if (lane == 0) p.rowsum[base * p.RHs + r + q] = make_uint2(sRB[q], sGA[q]);
+              tot = add4(tot, rgba_of_pairs(sRB[q], sGA[q]));
+            }
+        }
+        // Lane l's 16-byte piece h (pixels 8 l + 2 h, + 1) at 4 l + (h ^ ((l >> 1) & 3)): conflict-free.
+        uint4* bc = reinterpret_cast<uint4*>(bandcol + (std::size_t(b) * K + k) * RW);
+#pragma unroll
+        for (int h = 0; h < 4; ++h)
+          bc[4 * lane + (h ^ ((lane >> 1) & 3))] = make_uint4(bRB[2 * h], bGA[2 * h], bRB[2 * h + 1], bGA[2 * h + 1]);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          cRB[i] += bRB[i];
+          cGA[i] += bGA[i];
+        }
+      }
+      {
+        uint4* rc = reinterpret_cast<uint4*>(regcol + std::size_t(w) * RW + 8 * lane);
+#pragma unroll
+        for (int i = 0; i < 8; i += 2) rc[i / 2] = make_uint4(cRB[i], cGA[i], cRB[i + 1], cGA[i + 1]);
+        if (lane == 0) wtot[w] = tot;
+      }
+      named_barrier(1, P * 32);
+      if (threadIdx.x == 0) stamp(7, c);
+      for (int x = threadIdx.x; x < RW; x += P * 32) {
+        std::uint32_t a = 0, bb = 0;
+        for (int v = 0; v < P; ++v) {
+          const uint2 t = regcol[v * RW + x];
+          a += t.x;
+          bb += t.y;
+        }
+        p.colsum[base * RW + x] = make_uint2(a, bb);
+      }
+      if (threadIdx.x == 0) {
+        uint4 t = make_uint4(0, 0, 0, 0);
+        for (int v = 0; v < P; ++v) t = add4(t, wtot[v]);
+        p.total[base] = t;
+      }
+      named_barrier(1, P * 32);
+      // 3. Grid barrier.
+      if (threadIdx.x == 0) {
+        stamp(1, c);
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(&p.cnt[c]) : "memory");
+        while (ld_acquire_gpu(&p.cnt[c]) < p.target) {
+        }
+        stamp(2, c);
+      }
+      named_barrier(1, P * 32);
+      // 4. Carries, from one set of bulk copies of what the exchange reads.
+      if (threadIdx.x == 0) {
+        asm volatile("fence.proxy.async;" ::: "memory");  // acquired words and regcol, then the async proxy
+        const std::size_t rowbytes = std::size_t(J) * p.RHs * 8, slotbase = std::size_t(slot) * p.Gy * p.Gx;
+        mbar_expect_tx(xbar, unsigned(rowbytes + std::size_t(p.Gy) * RW * 8 + std::size_t(p.Gy) * p.Gx * 16));
+        if (rowbytes) bulk_copy(smem + L.xrow, p.rowsum + (slotbase + std::size_t(I) * p.Gx) * p.RHs, unsigned(rowbytes), xbar);
+        for (int i = 0; i < p.Gy; ++i)
+          bulk_copy(smem + L.xcol + std::size_t(i) * RW * 8, p.colsum + (slotbase + std::size_t(i) * p.Gx + J) * RW, RW * 8, xbar);
+        bulk_copy(smem + L.xtot, p.total + slotbase, unsigned(p.Gy * p.Gx * 16), xbar);
+        mbar_arrive(xbar);
+      }
+      uint4* rl = rl_s + std::size_t(b) * p.RHmax;
+      if (w == 0 || w == tw) {
+        mbar_wait(xbar, unsigned(c) & 1u);
+        if (w == 0 && lane == 0) stamp(8, c);
+      }
+      if (w == 0) {  // Rl[r]: rows 0..r of the region, left of it
+        uint4 carry = make_uint4(0, 0, 0, 0);
+        for (int r0 = 0; r0 < n; r0 += 32) {
+          const int r = r0 + lane;
+          uint4 s = make_uint4(0, 0, 0, 0);
+          if (r < n)
+            for (int j = 0; j < J; ++j) {
+              const uint2 t = xrow[j * p.RHs + r];
+              s = add4(s, rgba_of_pairs(t.x, t.y));
+            }
+          s = add4(warp_inclusive_sum4(s, lane), carry);
+          if (r < n) rl[r] = s;
+          carry = shfl4(s, 31);
+        }
+      }
+      if (w == tw) {  // Tinit[x]: the table row above the region
+        uint4 a = make_uint4(0, 0, 0, 0), all = a;
+        for (int idx = lane; idx < p.Gy * J; idx += 32) {
+          const int i = idx / J, j = idx % J;
+          const uint4 t = xtot[i * p.Gx + j];
+          all = add4(all, t);
+          if (i < I) a = add4(a, t);
+        }
+        a = warp_sum4(a);
+        all = warp_sum4(all);
+        uint4 ab[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) ab[i] = coltop[i];
+        for (int ii = 0; ii < p.Gy; ++ii) {
+          const uint4* cs = reinterpret_cast<const uint4*>(xcol + std::size_t(ii) * RW + 8 * lane);
+#pragma unroll
+          for (int h = 0; h < 4; ++h) {
+            const uint4 t = cs[h];
+            const uint4 q0 = rgba_of_pairs(t.x, t.y), q1 = rgba_of_pairs(t.z, t.w);
+            if (ii < I) {
+              ab[2 * h] = add4(ab[2 * h], q0);
+              ab[2 * h + 1] = add4(ab[2 * h + 1], q1);
+            }
+            coltop[2 * h] = add4(coltop[2 * h], q0);
+            coltop[2 * h + 1] = add4(coltop[2 * h + 1], q1);
+          }
+        }
+#pragma unroll
+        for (int i = 1; i < 8; ++i) ab[i] = add4(ab[i], ab[i - 1]);
+        const uint4 off = add4(add4(leftabove, a), sub4(warp_inclusive_sum4(ab[7], lane), ab[7]));
+        uint4* ti = tinit + std::size_t(b) * RW + 8 * lane;  // pixel 8 l + i at 8 l + (i ^ (l & 7)): conflict-free
+#pragma unroll
+        for (int i = 0; i < 8; ++i) ti[i ^ (lane & 7)] = add4(ab[i], off);
+        leftabove = add4(leftabove, all);
+      }
+      named_barrier(1, P * 32);  // the exchange's bytes are the next chunk's regcol
+      if (threadIdx.x == 0) stamp(9, c);
+      mbar_arrive(&ready[b]);
+    }
+  } else {
+    // ---------------------------------------------------------------- walkers
+    const int k = w - P;
+    uint4* my_stage = stage + std::size_t(k) * p.D * RW;
+    int sidx = 0;
+    for (int c = 0; c < p.NC; ++c) {
+      const int b = c & 1;
+      int start, rh;
+      chunk_geometry(p, c, start, rh);
+      const int top = start + I * rh, n = std::max(0, std::min(rh, p.H - top));
+      const int r0 = k * rh / K, r1 = std::min((k + 1) * rh / K, n);
+      const std::uint32_t* buf = img_s + std::size_t(b) * p.RHmax * RW;
+      mbar_wait(&ready[b], unsigned(c >> 1) & 1u);
+      if (k == 0 && lane == 0) stamp(3, c);
+      if (r0 < r1) {
+        // The band's first row above it: Tinit + the region's columns above the band, prefixed over x.
+        uint4 S[8];
+        {
+          std::uint32_t aRB[8] = {}, aGA[8] = {};
+          for (int kk = 0; kk < k; ++kk) {
+            const uint4* bc = reinterpret_cast<const uint4*>(bandcol + (std::size_t(b) * K + kk) * RW) + 4 * lane;
+#pragma unroll
+            for (int h = 0; h < 4; ++h) {
+              const uint4 t = bc[h ^ ((lane >> 1) & 3)];
+              aRB[2 * h] += t.x;
+              aGA[2 * h] += t.y;
+              aRB[2 * h + 1] += t.z;
+              aGA[2 * h + 1] += t.w;
+            }
+          }
+          S[0] = rgba_of_pairs(aRB[0], aGA[0]);
+#pragma unroll
+          for (int i = 1; i < 8; ++i) S[i] = add4(S[i - 1], rgba_of_pairs(aRB[i], aGA[i]));
+          const uint4 ex = sub4(warp_inclusive_sum4(S[7], lane), S[7]);
+          const uint4* ti = tinit + std::size_t(b) * RW + 8 * lane;
+#pragma unroll
+          for (int i = 0; i < 8; ++i) S[i] = add4(add4(S[i], ex), ti[i ^ (lane & 7)]);
+        }
+        const uint4* rl = rl_s + std::size_t(b) * p.RHmax;
+        // Row r's in-lane prefixes (R|B and G|A pairs; a 256-px row sum fits 16 bits).
+        auto lane_prefix = [&](int r, std::uint32_t(&rb)[8], std::uint32_t(&ga)[8]) {
+          const uint4* row = reinterpret_cast<const uint4*>(buf + std::size_t(r) * RW) + 2 * lane;
+          const uint4 a = row[0], bb = row[1];
+          const std::uint32_t v[8] = {a.x, a.y, a.z, a.w, bb.x, bb.y, bb.z, bb.w};
+          rb[0] = v[0] & 0x00FF00FFu;
+          ga[0] = (v[0] >> 8) & 0x00FF00FFu;
+#pragma unroll
+          for (int i = 1; i < 8; ++i) {
+            rb[i] = rb[i - 1] + (v[i] & 0x00FF00FFu);
+            ga[i] = ga[i - 1] + ((v[i] >> 8) & 0x00FF00FFu);
+          }
+        };
+        // Row r's table row (rb, ga: its prefixes from the region's left edge) to the staging row and out.
+        auto emit = [&](int r, const std::uint32_t(&rb)[8], const std::uint32_t(&ga)[8]) {
+          const uint4 carry = rl[r];
+          uint4* st = my_stage + std::size_t(sidx) * RW;
+          if (p.store == 1) {
+            if (lane == 0) bulk_wait_read(p.D - 1);
+            __syncwarp();
+          }
+#pragma unroll
+          for (int i = 0; i < 8; ++i) {
+            S[i] = add4(S[i], rgba_of_pairs(rb[i], ga[i]));
+            st[8 * lane + (i ^ (lane & 7))] = add4(S[i], carry);
+          }
+          if (p.mode != 2) {
+            if (p.store == 1) {
+              fence_proxy_async();
+              __syncwarp();
+              if (lane == 0) tensor_store(&tmap, st, 0, x0 / 8, top + r);
+            } else {
+              __syncwarp();
+              uint4* trow = p.tab + std::size_t(top + r) * p.W + x0;
+#pragma unroll
+              for (int kk = 0; kk < 8; ++kk) {
+                const int q = lane + 32 * kk, m = q >> 3;
+                trow[q] = st[8 * m + ((q & 7) ^ (m & 7))];
+              }
+              __syncwarp();
+            }
+          } else {
+            __syncwarp();
+          }
+          if (++sidx == p.D) sidx = 0;
+        };
+        int r = r0;
+        for (; r + 1 < r1; r += 2) {  // two rows at a time: their warp scans interleave
+          std::uint32_t rbA[8], gaA[8], rbB[8], gaB[8];
+          lane_prefix(r, rbA, gaA);
+          lane_prefix(r + 1, rbB, gaB);
+          std::uint32_t e[4] = {rbA[7], gaA[7], rbB[7], gaB[7]};
+#pragma unroll
+          for (int o = 1; o < 32; o <<= 1) {
+            std::uint32_t t[4];
+#pragma unroll
+            for (int q = 0; q < 4; ++q) t[q] = __shfl_up_sync(~0u, e[q], o);
+            if (lane >= o)
+#pragma unroll
+              for (int q = 0; q < 4; ++q) e[q] += t[q];
+          }
+          e[0] -= rbA[7];
+          e[1] -= gaA[7];
+          e[2] -= rbB[7];
+          e[3] -= gaB[7];
+#pragma unroll
+          for (int i = 0; i < 8; ++i) {
+            rbA[i] += e[0];
+            gaA[i] += e[1];
+            rbB[i] += e[2];
+            gaB[i] += e[3];
+          }
+          emit(r, rbA, gaA);
+          emit(r + 1, rbB, gaB);
+        }
+        if (r < r1) {
+          std::uint32_t rb[8], ga[8];
+          lane_prefix(r, rb, ga);
+          std::uint32_t eRB = rb[7], eGA = ga[7];
+          warp_inclusive_sum2(eRB, eGA, lane);
+          eRB -= rb[7];
+          eGA -= ga[7];
+#pragma unroll
+          for (int i = 0; i < 8; ++i) {
+            rb[i] += eRB;
+            ga[i] += eGA;
+          }
+          emit(r, rb, ga);
+        }
+      }
+      __syncwarp();
+      if (lane == 0) {  // the last walker done with the buffer requests chunk c + 2 into it
+        __threadfence_block();
+        if (atomicAdd(&done[b], 1u) % unsigned(K) == unsigned(K - 1) && c + 2 < p.NC) {
+          __threadfence_block();
+          load_chunk(c + 2);
+        }
+      }
+      if (k == 0 && lane == 0) stamp(4, c);
+    }
+    if (lane == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+  }
+}
+
+struct config {
+  int P, K, Gy, RH0, RH, D, store;
+};
+std::vector<config> parse_configs(const std::string& s, const char* program) {
+  std::vector<config> out;
+  for (const std::string& one : config_items(s)) {
+    config c{0, 0, 0, 0, 0, 2, 1};
+    if (std::sscanf(one.c_str(), "%d:%d:%d:%d:%d:%d:%d", &c.P, &c.K, &c.Gy, &c.RH0, &c.RH, &c.D, &c.store) < 5 || c.P < 1 || c.K < 1 ||
+        c.P + c.K > MAX_WARPS || c.Gy < 1 || c.RH0 < 1 || c.RH < 1 || c.RH0 > 257 || c.RH > 257 || c.D < 1 || c.D > 3 || c.store < 0 ||
+        c.store > 1) {
+      std::printf("%s: bad configuration '%s' (P:K:Gy:RH0:RH[:D[:store]], P + K <= 16, RH0 and RH <= 257, D 1 to 3, store 0 or 1)\n",
+                  program, one.c_str());
+      std::exit(canopy_bench::exit_bad_command_line);
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string name_of(const config& c) {
+  return std::to_string(c.P) + ":" + std::to_string(c.K) + ":" + std::to_string(c.Gy) + ":" + std::to_string(c.RH0) + ":" +
+         std::to_string(c.RH) + ":" + std::to_string(c.D) + ":" + std::to_string(c.store);
+}
+
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 f = nullptr;
+  if (!f) {
+    cudaDriverEntryPointQueryResult q{};
+    CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", reinterpret_cast<void**>(&f), 12000, cudaEnableDefault, &q));
+    if (q != cudaDriverEntryPointSuccess || !f) {
+      std::printf("canopy-sat-pipelined: the driver has no cuTensorMapEncodeTiled\n");
+      std::exit(1);
+    }
+  }
+  return f;
+}
+
+struct runner {
+  int W, H, sms = 0;
+  uint2 *rowsum = nullptr, *colsum = nullptr;
+  uint4* total = nullptr;
+  unsigned* cnt = nullptr;
+  u64* stamps = nullptr;
+  unsigned epoch = 0;
+  runner(int W_, int H_) : W(W_), H(H_) {
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    CK(cudaMalloc(&rowsum, std::size_t(2) * sms * 258 * 8));
+    CK(cudaMalloc(&colsum, std::size_t(2) * sms * RW * 8));
+    CK(cudaMalloc(&total, std::size_t(2) * sms * 16));
+    CK(cudaMalloc(&cnt, MAX_CHUNKS * 4));
+    CK(cudaMalloc(&stamps, std::size_t(sms) * NSTAMP * MAX_CHUNKS * 8));
+  }
+  ~runner() {
+    cudaFree(rowsum);
+    cudaFree(colsum);
+    cudaFree(total);
+    cudaFree(cnt);
+    cudaFree(stamps);
+  }
+  bool plan(const config& c, const std::uint32_t* img, uint4* tab, params& p, CUtensorMap& tm, std::size_t& smem, std::string& why) {
+    if (W % RW) {
+      why = "width not a multiple of " + std::to_string(RW);
+      return false;
+    }
+    p = params{};
+    p.img = img;
+    p.tab = tab;
+    p.W = W;
+    p.H = H;
+    p.P = c.P;
+    p.K = c.K;
+    p.D = c.D;
+    p.store = c.store;
+    p.Gx = W / RW;
+    p.Gy = std::max(1, std::min(c.Gy, sms / p.Gx));
+    p.RH0 = c.RH0;
+    p.RH = c.RH;
+    const int R0 = p.Gy * c.RH0, R = p.Gy * c.RH;
+    p.NC = H <= R0 ? 1 : 1 + (H - R0 + R - 1) / R;
+    const int last_start = p.NC == 1 ? 0 : R0 + (p.NC - 2) * R;
+    p.RHL = (H - last_start + p.Gy - 1) / p.Gy;
+    p.RHmax = std::max({c.RH0, c.RH, p.RHL});
+    p.RHs = (p.RHmax + 1) & ~1;
+    p.rowsum = rowsum;
+    p.colsum = colsum;
+    p.total = total;
+    p.cnt = cnt;
+    smem = layout(p.RHmax, p.RHs, c.P, c.K, c.D, p.Gx, p.Gy).bytes + 1024;  // + the alignment slack
+    if (p.Gx > sms) {
+      why = std::to_string(p.Gx) + " region columns for " + std::to_string(sms) + " SMs";
+      return false;
+    }
+    if (p.NC > MAX_CHUNKS) {
+      why = std::to_string(p.NC) + " chunks";
+      return false;
+    }
+    if (smem > 227 * 1024) {
+      why = std::to_string(smem) + " bytes of shared memory";
+      return false;
+    }
+    CK(cudaFuncSetAttribute(sat_pipelined, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    int per_sm = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sat_pipelined, (c.P + c.K) * 32, smem));
+    if (per_sm < 1) {
+      why = "no block fits an SM";
+      return false;
+    }
+    // The table as a 3D tensor of u32: 32 words (8 px) x W / 8 x H; a box is one 256-px region row,
+    // 32 rows of 128 bytes in shared memory, one a lane, 16-byte units swizzled within 1024 bytes.
+    const cuuint64_t dims[3] = {32, cuuint64_t(W / 8), cuuint64_t(H)};
+    const cuuint64_t strides[2] = {128, cuuint64_t(W) * 16};
+    const cuuint32_t box[3] = {32, 32, 1}, estr[3] = {1, 1, 1};
+    const CUresult r = tensor_map_encoder()(&tm, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, tab, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+      why = "cuTensorMapEncodeTiled failed (" + std::to_string(int(r)) + ")";
+      return false;
+    }
+    CK(cudaMemset(cnt, 0, MAX_CHUNKS * 4));  // a new plan starts a new count
+    epoch = 0;
+    return true;
+  }
+  void launch(const CUtensorMap& tm, params p, std::size_t smem, int mode, bool stamped = false) {
+    p.mode = mode;
+    if (mode != 3) ++epoch;  // the empty kernel counts nothing
+    p.target = epoch * unsigned(p.Gx * p.Gy);
+    p.stamps = stamped ? stamps : nullptr;
+    CUtensorMap t = tm;
+    void* args[] = {&t, &p};
+    CK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(sat_pipelined), dim3(p.Gx * p.Gy), dim3((p.P + p.K) * 32), args, smem,
+                                   nullptr));
+  }
+};
+
+}  // namespace pipelined
+
+int main(int argc, char** argv) {
+  using namespace pipelined;
+  return run_prototype(
+      argc, argv, "canopy-sat-pipelined", "P:K:Gy:RH0:RH[:D[:store]]", "4:8:8:24:56:2:1,4:8:8:24:56:1:0,2:8:8:16:56:2:1",
+      "4:8:4:24:56:2:1,4:8:4:24:56:1:0,2:8:4:16:56:2:1", "2:4:2:3:5:2:1,1:3:3:2:7:1:0,4:8:8:4:9:3:1,2:6:1:9:13:2:1",
+      {{256, 1}, {256, 33}, {1024, 100}, {512, 47}, {2048, 300}, {768, 1000}, {3840, 2160}, {7680, 4320}}, parse_configs,
+      [](test_image& ti, bool timed, const std::vector<config>& configs, bool& all_ok) {
+        const int w = ti.w, h = ti.h;
+        runner run(w, h);
+        for (const config& c : configs) {
+          params p;
+          CUtensorMap tm;
+          std::size_t smem;
+          std::string why;
+          const std::string cname = name_of(c);
+          if (!run.plan(c, ti.dimg, ti.dtab, p, tm, smem, why)) {
+            std::printf("  %dx%d %s: not run (%s)\n", w, h, cname.c_str(), why.c_str());
+            continue;
+          }
+          const int modes[] = {0, 2, 3};
+          for (int mi = 0; mi < (timed ? 3 : 1); ++mi) {
+            const int mode = modes[mi];
+            const char* name = mode == 0 ? "exact" : mode == 2 ? "nostore" : "empty";
+            auto check = [&](const char* when) {
+              if (mode == 0) return ti.table_exact(std::string(name) + " " + cname, when, all_ok);
+              CK(cudaGetLastError());
+              CK(cudaDeviceSynchronize());
+              return true;
+            };
+            CK(cudaMemset(ti.dtab, 0xAB, ti.npx * 16));
+            run.launch(tm, p, smem, mode);
+            const bool ok1 = check("on its first build");
+            if (!timed) {
+              if (ok1) std::printf("  %dx%d%s %s %s (%dx%d blocks, %d chunks): exact\n", w, h, ti.label(), name, cname.c_str(), p.Gx, p.Gy, p.NC);
+              continue;
+            }
+            const double t = timed_us([&] { run.launch(tm, p, smem, mode); });
+            const bool ok2 = check("after the timed builds");
+            std::printf("  %-7s P:K:Gy:RH0:RH:D:store %s (%dx%d blocks, %d chunks, %zu B smem): %.1f us = %.1f%% of copy (%s)\n", name,
+                        cname.c_str(), p.Gx, p.Gy, p.NC, smem, t, 100.0 * ti.bytes / t * 1e-3 / ti.copy_gbps,
+                        mode ? "not checked" : (ok1 && ok2 ? "exact" : "WRONG"));
+            if (mode == 3) continue;
+            run.launch(tm, p, smem, mode, true);
+            CK(cudaDeviceSynchronize());
+            const int B = p.Gx * p.Gy;
+            std::vector<u64> st(std::size_t(B) * NSTAMP * MAX_CHUNKS);
+            CK(cudaMemcpy(st.data(), run.stamps, st.size() * 8, cudaMemcpyDeviceToHost));
+            auto at = [&](int bl, int s, int ch) { return double(st[(std::size_t(bl) * NSTAMP + s) * MAX_CHUNKS + ch]); };
+            double t0 = 1e300;
+            for (int bl = 0; bl < B; ++bl) t0 = std::min(t0, at(bl, 0, 0));
+            std::vector<std::pair<double, int>> ends, waits;
+            for (int bl = 0; bl < B; ++bl) {
+              const int sm = int(st[(std::size_t(bl) * NSTAMP + 5) * MAX_CHUNKS]);
+              ends.push_back({(at(bl, 4, p.NC - 1) - t0) * 1e-3, sm});
+              double wsum = 0;
+              for (int ch = 1; ch < p.NC; ++ch) wsum += std::max(0.0, at(bl, 3, ch) - at(bl, 4, ch - 1));
+              waits.push_back({wsum * 1e-3, sm});
+            }
+            std::sort(ends.begin(), ends.end());
+            std::sort(waits.begin(), waits.end());
+            auto pct = [&](const std::vector<std::pair<double, int>>& d, const char* what) {
+              std::printf("    %s (us): min %.2f p10 %.2f p50 %.2f p90 %.2f max %.2f; last (value@sm): ", what, d[0].first, d[B / 10].first,
+                          d[B / 2].first, d[B * 9 / 10].first, d[B - 1].first);
+              for (int i = B - 1; i >= std::max(0, B - 4); --i) std::printf("%.2f@%d ", d[i].first, d[i].second);
+              std::printf("\n");
+            };
+            pct(ends, "walker 0's last walk ends, from the first load");
+            pct(waits, "walker 0's waits for carries between chunks, summed");
+            for (int ch = 0; ch < p.NC; ++ch) {
+              double m[NSTAMP] = {}, mx[NSTAMP] = {};
+              for (int bl = 0; bl < B; ++bl)
+                for (int s = 0; s < NSTAMP; ++s) {
+                  if (s == 5) continue;
+                  m[s] += (at(bl, s, ch) - t0) / B;
+                  mx[s] = std::max(mx[s], at(bl, s, ch) - t0);
+                }
+              std::printf("    chunk %2d (us, mean / max): loaded %.2f / %.2f (last warp %.2f), summed %.2f, published %.2f / %.2f, released "
+                          "%.2f / %.2f, exchange read %.2f, carries %.2f, walk %.2f / %.2f to %.2f / %.2f\n",
+                          ch, m[0] * 1e-3, mx[0] * 1e-3, m[6] * 1e-3, m[7] * 1e-3, m[1] * 1e-3, mx[1] * 1e-3, m[2] * 1e-3, mx[2] * 1e-3,
+                          m[8] * 1e-3, m[9] * 1e-3, m[3] * 1e-3, mx[3] * 1e-3, m[4] * 1e-3, mx[4] * 1e-3);
+            }
+          }
+        }
+      });
+}
