@@ -532,28 +532,9 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return f;
 }
 
-struct runner {
-  int W, H, sms = 0;
-  uint2 *rowsum = nullptr, *colsum = nullptr;
-  uint4* total = nullptr;
-  unsigned* cnt = nullptr;
-  u64* stamps = nullptr;
-  unsigned epoch = 0;
-  runner(int W_, int H_) : W(W_), H(H_) {
-    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    CK(cudaMalloc(&rowsum, std::size_t(2) * sms * 258 * 8));
-    CK(cudaMalloc(&colsum, std::size_t(2) * sms * RW * 8));
-    CK(cudaMalloc(&total, std::size_t(2) * sms * 16));
-    CK(cudaMalloc(&cnt, MAX_CHUNKS * 4));
-    CK(cudaMalloc(&stamps, std::size_t(sms) * NSTAMP * MAX_CHUNKS * 8));
-  }
-  ~runner() {
-    cudaFree(rowsum);
-    cudaFree(colsum);
-    cudaFree(total);
-    cudaFree(cnt);
-    cudaFree(stamps);
-  }
+struct runner : region_exchange {
+  int W, H;
+  runner(int W_, int H_) : region_exchange(MAX_CHUNKS, NSTAMP), W(W_), H(H_) {}
   bool plan(const config& c, const std::uint32_t* img, uint4* tab, params& p, CUtensorMap& tm, std::size_t& smem, std::string& why) {
     if (W % RW) {
       why = "width not a multiple of " + std::to_string(RW);
@@ -573,35 +554,14 @@ struct runner {
     p.RH0 = c.RH0;
     p.RH = c.RH;
     const int R0 = p.Gy * c.RH0, R = p.Gy * c.RH;
-    p.NC = H <= R0 ? 1 : 1 + (H - R0 + R - 1) / R;
-    const int last_start = p.NC == 1 ? 0 : R0 + (p.NC - 2) * R;
+    int last_start;
+    p.NC = chunks_of(H, R0, R, last_start);
     p.RHL = (H - last_start + p.Gy - 1) / p.Gy;
     p.RHmax = std::max({c.RH0, c.RH, p.RHL});
     p.RHs = (p.RHmax + 1) & ~1;
-    p.rowsum = rowsum;
-    p.colsum = colsum;
-    p.total = total;
-    p.cnt = cnt;
+    bind(p);
     smem = layout(p.RHmax, p.RHs, c.P, c.K, c.D, p.Gx, p.Gy).bytes + 1024;  // + the alignment slack
-    if (p.Gx > sms) {
-      why = std::to_string(p.Gx) + " region columns for " + std::to_string(sms) + " SMs";
-      return false;
-    }
-    if (p.NC > MAX_CHUNKS) {
-      why = std::to_string(p.NC) + " chunks";
-      return false;
-    }
-    if (smem > 227 * 1024) {
-      why = std::to_string(smem) + " bytes of shared memory";
-      return false;
-    }
-    CK(cudaFuncSetAttribute(sat_pipelined, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    int per_sm = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sat_pipelined, (c.P + c.K) * 32, smem));
-    if (per_sm < 1) {
-      why = "no block fits an SM";
-      return false;
-    }
+    if (!fits(p.Gx, p.NC, reinterpret_cast<const void*>(sat_pipelined), (c.P + c.K) * 32, smem, why)) return false;
     // The table as a 3D tensor of u32: 32 words (8 px) x W / 8 x H; a box is one 256-px region row,
     // 32 rows of 128 bytes in shared memory, one a lane, 16-byte units swizzled within 1024 bytes.
     const cuuint64_t dims[3] = {32, cuuint64_t(W / 8), cuuint64_t(H)};
@@ -613,8 +573,6 @@ struct runner {
       why = "cuTensorMapEncodeTiled failed (" + std::to_string(int(r)) + ")";
       return false;
     }
-    CK(cudaMemset(cnt, 0, MAX_CHUNKS * 4));  // a new plan starts a new count
-    epoch = 0;
     return true;
   }
   void launch(const CUtensorMap& tm, params p, std::size_t smem, int mode, bool stamped = false) {

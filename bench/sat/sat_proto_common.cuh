@@ -374,6 +374,71 @@ struct test_image {
   test_image& operator=(const test_image&) = delete;
 };
 
+//! The global buffers of the prototypes whose blocks hold regions of a chunk (canopy-sat-resident,
+//! canopy-sat-pipelined): two slots of every region's row sums (up to 258 rows; 16-bit channel
+//! pairs), column sums (up to 256 px) and total, one grid-barrier counter a chunk (`max_chunks`),
+//! and `nstamp` globaltimer stamps a block and chunk. `epoch` counts the builds since the counters
+//! were cleared.
+struct region_exchange {
+  int sms = 0;
+  uint2 *rowsum = nullptr, *colsum = nullptr;
+  uint4* total = nullptr;
+  unsigned* cnt = nullptr;
+  unsigned long long* stamps = nullptr;
+  unsigned epoch = 0;
+  int max_chunks;
+  region_exchange(int max_chunks_, int nstamp) : max_chunks(max_chunks_) {
+    SAT_PROTO_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    SAT_PROTO_CHECK(cudaMalloc(&rowsum, std::size_t(2) * sms * 258 * 8));
+    SAT_PROTO_CHECK(cudaMalloc(&colsum, std::size_t(2) * sms * 256 * 8));
+    SAT_PROTO_CHECK(cudaMalloc(&total, std::size_t(2) * sms * 16));
+    SAT_PROTO_CHECK(cudaMalloc(&cnt, std::size_t(max_chunks) * 4));
+    SAT_PROTO_CHECK(cudaMalloc(&stamps, std::size_t(sms) * nstamp * max_chunks * 8));
+  }
+  ~region_exchange() {
+    cudaFree(rowsum);
+    cudaFree(colsum);
+    cudaFree(total);
+    cudaFree(cnt);
+    cudaFree(stamps);
+  }
+  region_exchange(const region_exchange&) = delete;
+  region_exchange& operator=(const region_exchange&) = delete;
+  //! Chunks of a height-H image whose first chunk has R0 rows and the others R; the first row of
+  //! the last chunk goes to `last_start`.
+  static int chunks_of(int H, int R0, int R, int& last_start) {
+    const int n = H <= R0 ? 1 : 1 + (H - R0 + R - 1) / R;
+    last_start = n == 1 ? 0 : R0 + (n - 2) * R;
+    return n;
+  }
+  //! Points a kernel's parameters at these buffers.
+  template <class Params>
+  void bind(Params& p) const {
+    p.rowsum = rowsum;
+    p.colsum = colsum;
+    p.total = total;
+    p.cnt = cnt;
+  }
+  //! The checks every plan makes: Gx region columns fit the SMs, `chunks` fit the counters, and
+  //! one block of `kernel` (`threads` threads, `smem` bytes, the attribute set here) fits an SM.
+  //! On success the counters are cleared: a new plan starts a new count.
+  bool fits(int Gx, int chunks, const void* kernel, int threads, std::size_t smem, std::string& why) {
+    if (Gx > sms) why = std::to_string(Gx) + " region columns for " + std::to_string(sms) + " SMs";
+    else if (chunks > max_chunks) why = std::to_string(chunks) + " chunks";
+    else if (smem > 227 * 1024) why = std::to_string(smem) + " bytes of shared memory";
+    else {
+      SAT_PROTO_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      int per_sm = 0;
+      SAT_PROTO_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+      if (per_sm < 1) why = "no block fits an SM";
+    }
+    if (!why.empty()) return false;
+    SAT_PROTO_CHECK(cudaMemset(cnt, 0, std::size_t(max_chunks) * 4));
+    epoch = 0;
+    return true;
+  }
+};
+
 //! The configurable prototypes' driver. Reads the command line (config_command_line), parses every
 //! configuration list up front (parse(list, program) exits on a bad one), then for each size makes
 //! its test_image (checked sizes twice: random, then all-255) and calls body(ti, timed, configs,

@@ -325,28 +325,9 @@ const void* kernel_for(int G) {
   return G == 4 ? reinterpret_cast<const void*>(sat_resident<4>) : reinterpret_cast<const void*>(sat_resident<8>);
 }
 
-struct runner {
-  int W, H, sms = 0;
-  uint2 *rowsum = nullptr, *colsum = nullptr;
-  uint4* total = nullptr;
-  unsigned* cnt = nullptr;
-  u64* stamps = nullptr;
-  unsigned epoch = 0;
-  runner(int W_, int H_) : W(W_), H(H_) {
-    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    CK(cudaMalloc(&rowsum, std::size_t(2) * sms * 257 * 8));
-    CK(cudaMalloc(&colsum, std::size_t(2) * sms * 256 * 8));  // RW <= 256
-    CK(cudaMalloc(&total, std::size_t(2) * sms * 16));
-    CK(cudaMalloc(&cnt, MAX_CHUNKS * 4));
-    CK(cudaMalloc(&stamps, std::size_t(sms) * NSTAMP * MAX_CHUNKS * 8));
-  }
-  ~runner() {
-    cudaFree(rowsum);
-    cudaFree(colsum);
-    cudaFree(total);
-    cudaFree(cnt);
-    cudaFree(stamps);
-  }
+struct runner : region_exchange {
+  int W, H;
+  runner(int W_, int H_) : region_exchange(MAX_CHUNKS, NSTAMP), W(W_), H(H_) {}
   bool plan(const config& c, const std::uint32_t* img, uint4* tab, params& p, std::size_t& smem, std::string& why) {
     const int RW = 32 * c.G;
     if (W % RW) {
@@ -368,41 +349,16 @@ struct runner {
     p.RG = c.RG;
     p.hint = c.hint;
     const int R0 = p.Gy * c.NW * c.TH0, R = p.Gy * c.NW * c.TH;
-    p.NC = H <= R0 ? 1 : 1 + (H - R0 + R - 1) / R;
-    const int last_start = p.NC == 1 ? 0 : R0 + (p.NC - 2) * R;
+    int last_start;
+    p.NC = chunks_of(H, R0, R, last_start);
     p.THL = (H - last_start + p.Gy * c.NW - 1) / (p.Gy * c.NW);
-    p.rowsum = rowsum;
-    p.colsum = colsum;
-    p.total = total;
-    p.cnt = cnt;
+    bind(p);
     smem = smem_bytes(c.G, c.NW, p.THmax);
-    if (p.Gx > sms) {
-      why = std::to_string(p.Gx) + " region columns for " + std::to_string(sms) + " SMs";
-      return false;
-    }
     if (p.RHmax > 257) {
       why = "regions of " + std::to_string(p.RHmax) + " rows (16-bit column sums hold 257)";
       return false;
     }
-    if (p.NC > MAX_CHUNKS) {
-      why = std::to_string(p.NC) + " chunks";
-      return false;
-    }
-    if (smem > 227 * 1024) {
-      why = std::to_string(smem) + " bytes of shared memory";
-      return false;
-    }
-    const void* k = kernel_for(c.G);
-    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    int per_sm = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, c.NW * 32, smem));
-    if (per_sm < 1) {
-      why = "no block fits an SM";
-      return false;
-    }
-    CK(cudaMemset(cnt, 0, MAX_CHUNKS * 4));  // a new plan starts a new count
-    epoch = 0;
-    return true;
+    return fits(p.Gx, p.NC, kernel_for(c.G), c.NW * 32, smem, why);
   }
   //! Modes 0-3 as params::mode, cooperative launch; 4 and 5: modes 3 and 0 launched plainly (every
   //! block still fits at once: one an SM, grid <= SMs).
