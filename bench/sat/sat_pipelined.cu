@@ -47,8 +47,8 @@ constexpr int MAX_CHUNKS = 64;
 constexpr int MAX_WARPS = 16;
 // Stamps a chunk: 0 producer warp 0's rows loaded, 1 published, 2 released, 3 walk start, 4 walk
 // end (walker 0), 5 SM id (chunk 0 only), 6 the last producer warp's rows loaded, 7 summed, 8 the
-// exchange's reads arrived, 9 carries ready.
-constexpr int NSTAMP = 10;
+// exchange's reads arrived (tagged: all current), 9 carries ready, 10 reads the exchange took (a count).
+constexpr int NSTAMP = 11;
 using u64 = unsigned long long;
 
 struct params {
@@ -64,13 +64,15 @@ struct params {
   unsigned target;               // epoch * blocks
   int mode;                      // 0 exact, 2 no table stores, 3 empty (set-up only)
   int store;                     // 0: staging read back into st.global; 1: tensor bulk store
+  int tagged;                    // exchange: 0 grid barrier, then one read; 1 tagged words, read until all are current
+  unsigned seq0;                 // tagged: chunk c's words carry tag seq0 + c (and an 8-bit form of it)
   u64* stamps;
 };
 
 //! Shared-memory layout (byte offsets from a 1024-byte aligned base).
 struct layout {
   std::size_t stage, img, bandcol, tinit, rl, xchg, xrow, xcol, xtot, regcol, wtot, mbar, bytes;
-  __host__ __device__ layout(int RHmax, int RHs, int P, int K, int D, int Gx, int Gy) {
+  __host__ __device__ layout(int RHmax, int RHs, int P, int K, int D, int Gx, int Gy, int tagged) {
     std::size_t o = 0;
     stage = o;  // [K][D][RW] uint4, 4 KB rows (1024-byte aligned for the 128-byte swizzle)
     o += std::size_t(K) * D * RW * 16;
@@ -88,7 +90,7 @@ struct layout {
     // (regcol, [P][RW] uint2).
     xchg = o;
     xrow = o;
-    xcol = xrow + std::size_t(Gx - 1) * RHs * 8;
+    xcol = xrow + std::size_t(Gx - 1) * RHs * (tagged ? 16 : 8);
     xtot = xcol + std::size_t(Gy) * RW * 8;
     regcol = o;
     o += std::max(xtot + std::size_t(Gy) * Gx * 16 - o, std::size_t(P) * RW * 8);
@@ -122,10 +124,34 @@ __device__ __forceinline__ void bulk_wait_read(int n) {
 }
 __device__ __forceinline__ uint4 sub4(uint4 a, uint4 b) { return make_uint4(a.x - b.x, a.y - b.y, a.z - b.z, a.w - b.w); }
 
+// Tagged exchange words (64-bit, each written by one store, so a reader sees a word whole): a row
+// sum is two words {pair, 32-bit tag}; a column sum (<= 64 rows of 8-bit values: 14 bits a
+// channel) one word R | G << 14 | B << 28 | A << 42 | tag8 << 56; a total (<= 64 x 256 x 255:
+// 24 bits a channel) two words R | G << 24 | tag8 << 56 and B | A << 24 | tag8 << 56.
+__device__ __forceinline__ u64 col_word(std::uint32_t rb, std::uint32_t ga, unsigned tag8) {
+  return u64(rb & 0xFFFFu) | u64(ga & 0xFFFFu) << 14 | u64(rb >> 16) << 28 | u64(ga >> 16) << 42 | u64(tag8) << 56;
+}
+__device__ __forceinline__ uint4 col_of(u64 v) {
+  return make_uint4(unsigned(v & 0x3FFF), unsigned(v >> 14 & 0x3FFF), unsigned(v >> 28 & 0x3FFF), unsigned(v >> 42 & 0x3FFF));
+}
+__device__ __forceinline__ uint4 total_of(u64 a, u64 b) {
+  return make_uint4(unsigned(a & 0xFFFFFF), unsigned(a >> 24 & 0xFFFFFF), unsigned(b & 0xFFFFFF), unsigned(b >> 24 & 0xFFFFFF));
+}
+//! Whether any of the producer warps' threads has `bad` set (a named-barrier reduction).
+__device__ __forceinline__ bool any_of_producers(bool bad, int threads) {
+  unsigned r;
+  asm volatile("{ .reg .pred q, o; setp.ne.u32 q, %1, 0; bar.red.or.pred o, 1, %2, q; selp.u32 %0, 1, 0, o; }"
+               : "=r"(r)
+               : "r"(unsigned(bad)), "r"(threads)
+               : "memory");
+  return r != 0;
+}
+
+template <bool TAGGED>
 __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_constant__ CUtensorMap tmap, params p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
-  const layout L(p.RHmax, p.RHs, p.P, p.K, p.D, p.Gx, p.Gy);
+  const layout L(p.RHmax, p.RHs, p.P, p.K, p.D, p.Gx, p.Gy, TAGGED);
   std::uint32_t* img_s = reinterpret_cast<std::uint32_t*>(smem + L.img);
   uint4* stage = reinterpret_cast<uint4*>(smem + L.stage);
   uint2* bandcol = reinterpret_cast<uint2*>(smem + L.bandcol);
@@ -138,6 +164,9 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
   std::uint64_t* xbar = ready + 2;                                            // the exchange's copies
   unsigned* done = reinterpret_cast<unsigned*>(xbar + 1);                     // [2]: walkers done with a buffer
   const uint2* xrow = reinterpret_cast<const uint2*>(smem + L.xrow);
+  const ulonglong2* xrow64 = reinterpret_cast<const ulonglong2*>(smem + L.xrow);
+  const u64* xcol64 = reinterpret_cast<const u64*>(smem + L.xcol);
+  const u64* xtot64 = reinterpret_cast<const u64*>(smem + L.xtot);
   const uint2* xcol = reinterpret_cast<const uint2*>(smem + L.xcol);
   const uint4* xtot = reinterpret_cast<const uint4*>(smem + L.xtot);
   const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, P = p.P, K = p.K;
@@ -188,8 +217,10 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
     uint4 coltop[8];                                      // (warp tw) columns above the chunk
     uint4 leftabove = make_uint4(0, 0, 0, 0);             // (warp tw) above the chunk, left of the region
     for (int i = 0; i < 8; ++i) coltop[i] = make_uint4(0, 0, 0, 0);
+    unsigned xphase = 0;  // parity of the exchange mbarrier's next phase
     for (int c = 0; c < p.NC; ++c) {
-      const int b = c & 1, slot = c & 1;
+      const int b = c & 1, slot = TAGGED ? c % 3 : c & 1;
+      const unsigned tag32 = p.seq0 + unsigned(c), tag8 = tag32 % 255u + 1u;
       int start, rh;
       chunk_geometry(p, c, start, rh);
       const int top = start + I * rh, n = std::max(0, std::min(rh, p.H - top));
@@ -235,7 +266,13 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
 #pragma unroll
           for (int q = 0; q < 4; ++q)
             if (r + q < r1) {
-              if (lane == 0) p.rowsum[base * p.RHs + r + q] = make_uint2(sRB[q], sGA[q]);
+              if (lane == 0) {
+                if constexpr (TAGGED)
+                  reinterpret_cast<ulonglong2*>(p.rowsum)[base * p.RHs + r + q] =
+                      make_ulonglong2(u64(sRB[q]) | u64(tag32) << 32, u64(sGA[q]) | u64(tag32) << 32);
+                else
+                  p.rowsum[base * p.RHs + r + q] = make_uint2(sRB[q], sGA[q]);
+              }
               tot = add4(tot, rgba_of_pairs(sRB[q], sGA[q]));
             }
         }
@@ -265,39 +302,61 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
           a += t.x;
           bb += t.y;
         }
-        p.colsum[base * RW + x] = make_uint2(a, bb);
+        if constexpr (TAGGED) reinterpret_cast<u64*>(p.colsum)[base * RW + x] = col_word(a, bb, tag8);
+        else p.colsum[base * RW + x] = make_uint2(a, bb);
       }
       if (threadIdx.x == 0) {
         uint4 t = make_uint4(0, 0, 0, 0);
         for (int v = 0; v < P; ++v) t = add4(t, wtot[v]);
-        p.total[base] = t;
+        if constexpr (TAGGED)
+          reinterpret_cast<ulonglong2*>(p.total)[base] =
+              make_ulonglong2(u64(t.x) | u64(t.y) << 24 | u64(tag8) << 56, u64(t.z) | u64(t.w) << 24 | u64(tag8) << 56);
+        else
+          p.total[base] = t;
       }
       named_barrier(1, P * 32);
-      // 3. Grid barrier.
-      if (threadIdx.x == 0) {
-        stamp(1, c);
+      if (threadIdx.x == 0) stamp(1, c);
+      // 3 and 4. The exchange's reads: one set of bulk copies of every word the carries need
+      // (row sums left of the region, column sums of its region column, every total). Untagged:
+      // after a grid barrier, once. Tagged: no barrier; read until every word carries this chunk's tag.
+      if (!TAGGED && threadIdx.x == 0) {
         asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(&p.cnt[c]) : "memory");
         while (ld_acquire_gpu(&p.cnt[c]) < p.target) {
         }
-        stamp(2, c);
       }
-      named_barrier(1, P * 32);
-      // 4. Carries, from one set of bulk copies of what the exchange reads.
-      if (threadIdx.x == 0) {
-        asm volatile("fence.proxy.async;" ::: "memory");  // acquired words and regcol, then the async proxy
-        const std::size_t rowbytes = std::size_t(J) * p.RHs * 8, slotbase = std::size_t(slot) * p.Gy * p.Gx;
-        mbar_expect_tx(xbar, unsigned(rowbytes + std::size_t(p.Gy) * RW * 8 + std::size_t(p.Gy) * p.Gx * 16));
-        if (rowbytes) bulk_copy(smem + L.xrow, p.rowsum + (slotbase + std::size_t(I) * p.Gx) * p.RHs, unsigned(rowbytes), xbar);
-        for (int i = 0; i < p.Gy; ++i)
-          bulk_copy(smem + L.xcol + std::size_t(i) * RW * 8, p.colsum + (slotbase + std::size_t(i) * p.Gx + J) * RW, RW * 8, xbar);
-        bulk_copy(smem + L.xtot, p.total + slotbase, unsigned(p.Gy * p.Gx * 16), xbar);
-        mbar_arrive(xbar);
+      const std::size_t rowword = TAGGED ? 16 : 8, slotbase = std::size_t(slot) * p.Gy * p.Gx;
+      const std::size_t rowbytes = std::size_t(J) * p.RHs * rowword;
+      for (unsigned attempt = 1;; ++attempt) {
+        named_barrier(1, P * 32);  // the barrier's release (untagged) or every check of the last read (tagged)
+        if (threadIdx.x == 0) {
+          if (attempt == 1) stamp(2, c);
+          asm volatile("fence.proxy.async;" ::: "memory");  // acquired words and regcol, then the async proxy
+          mbar_expect_tx(xbar, unsigned(rowbytes + std::size_t(p.Gy) * RW * 8 + std::size_t(p.Gy) * p.Gx * 16));
+          if (rowbytes)
+            bulk_copy(smem + L.xrow, reinterpret_cast<const unsigned char*>(p.rowsum) + (slotbase + std::size_t(I) * p.Gx) * p.RHs * rowword,
+                      unsigned(rowbytes), xbar);
+          for (int i = 0; i < p.Gy; ++i)
+            bulk_copy(smem + L.xcol + std::size_t(i) * RW * 8, p.colsum + (slotbase + std::size_t(i) * p.Gx + J) * RW, RW * 8, xbar);
+          bulk_copy(smem + L.xtot, p.total + slotbase, unsigned(p.Gy * p.Gx * 16), xbar);
+          mbar_arrive(xbar);
+        }
+        mbar_wait(xbar, xphase);
+        xphase ^= 1u;
+        if constexpr (!TAGGED) break;
+        bool bad = false;
+        for (int idx = threadIdx.x; idx < J * n; idx += P * 32) {
+          const ulonglong2 v = xrow64[(idx / n) * p.RHs + idx % n];
+          bad |= unsigned(v.x >> 32) != tag32 || unsigned(v.y >> 32) != tag32;
+        }
+        for (int idx = threadIdx.x; idx < p.Gy * RW; idx += P * 32) bad |= unsigned(xcol64[idx] >> 56) != tag8;
+        for (int idx = threadIdx.x; idx < 2 * p.Gy * p.Gx; idx += P * 32) bad |= unsigned(xtot64[idx] >> 56) != tag8;
+        if (!any_of_producers(bad, P * 32)) {
+          if (threadIdx.x == 0 && p.stamps) p.stamps[(std::size_t(blk) * NSTAMP + 10) * MAX_CHUNKS + c] = attempt;
+          break;
+        }
       }
+      if (threadIdx.x == 0) stamp(8, c);
       uint4* rl = rl_s + std::size_t(b) * p.RHmax;
-      if (w == 0 || w == tw) {
-        mbar_wait(xbar, unsigned(c) & 1u);
-        if (w == 0 && lane == 0) stamp(8, c);
-      }
       if (w == 0) {  // Rl[r]: rows 0..r of the region, left of it
         uint4 carry = make_uint4(0, 0, 0, 0);
         for (int r0 = 0; r0 < n; r0 += 32) {
@@ -305,8 +364,13 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
           uint4 s = make_uint4(0, 0, 0, 0);
           if (r < n)
             for (int j = 0; j < J; ++j) {
-              const uint2 t = xrow[j * p.RHs + r];
-              s = add4(s, rgba_of_pairs(t.x, t.y));
+              if constexpr (TAGGED) {
+                const ulonglong2 t = xrow64[j * p.RHs + r];
+                s = add4(s, rgba_of_pairs(unsigned(t.x), unsigned(t.y)));
+              } else {
+                const uint2 t = xrow[j * p.RHs + r];
+                s = add4(s, rgba_of_pairs(t.x, t.y));
+              }
             }
           s = add4(warp_inclusive_sum4(s, lane), carry);
           if (r < n) rl[r] = s;
@@ -317,7 +381,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
         uint4 a = make_uint4(0, 0, 0, 0), all = a;
         for (int idx = lane; idx < p.Gy * J; idx += 32) {
           const int i = idx / J, j = idx % J;
-          const uint4 t = xtot[i * p.Gx + j];
+          const uint4 t = TAGGED ? total_of(xtot64[2 * (i * p.Gx + j)], xtot64[2 * (i * p.Gx + j) + 1]) : xtot[i * p.Gx + j];
           all = add4(all, t);
           if (i < I) a = add4(a, t);
         }
@@ -328,10 +392,19 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
         for (int i = 0; i < 8; ++i) ab[i] = coltop[i];
         for (int ii = 0; ii < p.Gy; ++ii) {
           const uint4* cs = reinterpret_cast<const uint4*>(xcol + std::size_t(ii) * RW + 8 * lane);
+          const ulonglong2* cs64 = reinterpret_cast<const ulonglong2*>(xcol64 + std::size_t(ii) * RW + 8 * lane);
 #pragma unroll
           for (int h = 0; h < 4; ++h) {
-            const uint4 t = cs[h];
-            const uint4 q0 = rgba_of_pairs(t.x, t.y), q1 = rgba_of_pairs(t.z, t.w);
+            uint4 q0, q1;
+            if constexpr (TAGGED) {
+              const ulonglong2 t = cs64[h];
+              q0 = col_of(t.x);
+              q1 = col_of(t.y);
+            } else {
+              const uint4 t = cs[h];
+              q0 = rgba_of_pairs(t.x, t.y);
+              q1 = rgba_of_pairs(t.z, t.w);
+            }
             if (ii < I) {
               ab[2 * h] = add4(ab[2 * h], q0);
               ab[2 * h + 1] = add4(ab[2 * h + 1], q1);
@@ -496,16 +569,21 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
 }
 
 struct config {
-  int P, K, Gy, RH0, RH, D, store;
+  int P, K, Gy, RH0, RH, D, store, tagged;
 };
+
+const void* kernel_for(int tagged) {
+  return tagged ? reinterpret_cast<const void*>(sat_pipelined<true>) : reinterpret_cast<const void*>(sat_pipelined<false>);
+}
 std::vector<config> parse_configs(const std::string& s, const char* program) {
   std::vector<config> out;
   for (const std::string& one : config_items(s)) {
-    config c{0, 0, 0, 0, 0, 2, 1};
-    if (std::sscanf(one.c_str(), "%d:%d:%d:%d:%d:%d:%d", &c.P, &c.K, &c.Gy, &c.RH0, &c.RH, &c.D, &c.store) < 5 || c.P < 1 || c.K < 1 ||
-        c.P + c.K > MAX_WARPS || c.Gy < 1 || c.RH0 < 1 || c.RH < 1 || c.RH0 > 257 || c.RH > 257 || c.D < 1 || c.D > 3 || c.store < 0 ||
-        c.store > 1) {
-      std::printf("%s: bad configuration '%s' (P:K:Gy:RH0:RH[:D[:store]], P + K <= 16, RH0 and RH <= 257, D 1 to 3, store 0 or 1)\n",
+    config c{0, 0, 0, 0, 0, 1, 1, 0};
+    if (std::sscanf(one.c_str(), "%d:%d:%d:%d:%d:%d:%d:%d", &c.P, &c.K, &c.Gy, &c.RH0, &c.RH, &c.D, &c.store, &c.tagged) < 5 || c.P < 1 ||
+        c.K < 1 || c.P + c.K > MAX_WARPS || c.Gy < 1 || c.RH0 < 1 || c.RH < 1 || c.RH0 > (c.tagged ? 64 : 257) ||
+        c.RH > (c.tagged ? 64 : 257) || c.D < 1 || c.D > 3 || c.store < 0 || c.store > 1 || c.tagged < 0 || c.tagged > 1) {
+      std::printf("%s: bad configuration '%s' (P:K:Gy:RH0:RH[:D[:store[:tagged]]], P + K <= 16, RH0 and RH <= 257 (64 tagged), D 1 to 3, "
+                  "store and tagged 0 or 1)\n",
                   program, one.c_str());
       std::exit(canopy_bench::exit_bad_command_line);
     }
@@ -516,7 +594,7 @@ std::vector<config> parse_configs(const std::string& s, const char* program) {
 
 std::string name_of(const config& c) {
   return std::to_string(c.P) + ":" + std::to_string(c.K) + ":" + std::to_string(c.Gy) + ":" + std::to_string(c.RH0) + ":" +
-         std::to_string(c.RH) + ":" + std::to_string(c.D) + ":" + std::to_string(c.store);
+         std::to_string(c.RH) + ":" + std::to_string(c.D) + ":" + std::to_string(c.store) + ":" + std::to_string(c.tagged);
 }
 
 PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
@@ -549,6 +627,7 @@ struct runner : region_exchange {
     p.K = c.K;
     p.D = c.D;
     p.store = c.store;
+    p.tagged = c.tagged;
     p.Gx = W / RW;
     p.Gy = std::max(1, std::min(c.Gy, sms / p.Gx));
     p.RH0 = c.RH0;
@@ -560,8 +639,9 @@ struct runner : region_exchange {
     p.RHmax = std::max({c.RH0, c.RH, p.RHL});
     p.RHs = (p.RHmax + 1) & ~1;
     bind(p);
-    smem = layout(p.RHmax, p.RHs, c.P, c.K, c.D, p.Gx, p.Gy).bytes + 1024;  // + the alignment slack
-    if (!fits(p.Gx, p.NC, reinterpret_cast<const void*>(sat_pipelined), (c.P + c.K) * 32, smem, why)) return false;
+    smem = layout(p.RHmax, p.RHs, c.P, c.K, c.D, p.Gx, p.Gy, c.tagged).bytes + 1024;  // + the alignment slack
+    if (!fits(p.Gx, p.NC, kernel_for(c.tagged), (c.P + c.K) * 32, smem, why)) return false;
+    clear_slots();  // tagged words of an earlier plan must not pass for current ones
     // The table as a 3D tensor of u32: 32 words (8 px) x W / 8 x H; a box is one 256-px region row,
     // 32 rows of 128 bytes in shared memory, one a lane, 16-byte units swizzled within 1024 bytes.
     const cuuint64_t dims[3] = {32, cuuint64_t(W / 8), cuuint64_t(H)};
@@ -579,10 +659,11 @@ struct runner : region_exchange {
     p.mode = mode;
     if (mode != 3) ++epoch;  // the empty kernel counts nothing
     p.target = epoch * unsigned(p.Gx * p.Gy);
+    p.seq0 = epoch * unsigned(MAX_CHUNKS) + 1u;  // a tag is never 0, the cleared slots' value
     p.stamps = stamped ? stamps : nullptr;
     CUtensorMap t = tm;
     void* args[] = {&t, &p};
-    CK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(sat_pipelined), dim3(p.Gx * p.Gy), dim3((p.P + p.K) * 32), args, smem,
+    CK(cudaLaunchCooperativeKernel(kernel_for(p.tagged), dim3(p.Gx * p.Gy), dim3((p.P + p.K) * 32), args, smem,
                                    nullptr));
   }
 };
@@ -592,8 +673,8 @@ struct runner : region_exchange {
 int main(int argc, char** argv) {
   using namespace pipelined;
   return run_prototype(
-      argc, argv, "canopy-sat-pipelined", "P:K:Gy:RH0:RH[:D[:store]]", "4:8:8:24:56:2:1,4:8:8:24:56:1:0,2:8:8:16:56:2:1",
-      "4:8:4:24:56:2:1,4:8:4:24:56:1:0,2:8:4:16:56:2:1", "2:4:2:3:5:2:1,1:3:3:2:7:1:0,4:8:8:4:9:3:1,2:6:1:9:13:2:1",
+      argc, argv, "canopy-sat-pipelined", "P:K:Gy:RH0:RH[:D[:store[:tagged]]]", "4:6:8:16:70,4:6:8:16:64:1:1:1",
+      "4:6:4:16:70,4:6:4:16:64:1:1:1", "2:4:2:3:5:2:1,1:3:3:2:7:1:0,4:8:8:4:9:3:1,2:6:1:9:13:2:1,2:4:2:3:5:1:1:1,1:3:3:2:7:2:1:1,3:6:1:9:13:1:1:1",
       {{256, 1}, {256, 33}, {1024, 100}, {512, 47}, {2048, 300}, {768, 1000}, {3840, 2160}, {7680, 4320}}, parse_configs,
       [](test_image& ti, bool timed, const std::vector<config>& configs, bool& all_ok) {
         const int w = ti.w, h = ti.h;
@@ -627,7 +708,7 @@ int main(int argc, char** argv) {
             }
             const double t = timed_us([&] { run.launch(tm, p, smem, mode); });
             const bool ok2 = check("after the timed builds");
-            std::printf("  %-7s P:K:Gy:RH0:RH:D:store %s (%dx%d blocks, %d chunks, %zu B smem): %.1f us = %.1f%% of copy (%s)\n", name,
+            std::printf("  %-7s P:K:Gy:RH0:RH:D:store:tagged %s (%dx%d blocks, %d chunks, %zu B smem): %.1f us = %.1f%% of copy (%s)\n", name,
                         cname.c_str(), p.Gx, p.Gy, p.NC, smem, t, 100.0 * ti.bytes / t * 1e-3 / ti.copy_gbps,
                         mode ? "not checked" : (ok1 && ok2 ? "exact" : "WRONG"));
             if (mode == 3) continue;
@@ -657,11 +738,21 @@ int main(int argc, char** argv) {
             };
             pct(ends, "walker 0's last walk ends, from the first load");
             pct(waits, "walker 0's waits for carries between chunks, summed");
+            if (p.tagged) {
+              double sum = 0, mx = 0;
+              for (int bl = 0; bl < B; ++bl)
+                for (int ch = 0; ch < p.NC; ++ch) {
+                  const double a = double(st[(std::size_t(bl) * NSTAMP + 10) * MAX_CHUNKS + ch]);
+                  sum += a;
+                  mx = std::max(mx, a);
+                }
+              std::printf("    tagged exchange: %.2f reads a chunk on average, at most %.0f\n", sum / (double(B) * p.NC), mx);
+            }
             for (int ch = 0; ch < p.NC; ++ch) {
               double m[NSTAMP] = {}, mx[NSTAMP] = {};
               for (int bl = 0; bl < B; ++bl)
                 for (int s = 0; s < NSTAMP; ++s) {
-                  if (s == 5) continue;
+                  if (s == 5 || s == 10) continue;
                   m[s] += (at(bl, s, ch) - t0) / B;
                   mx[s] = std::max(mx[s], at(bl, s, ch) - t0);
                 }

@@ -375,10 +375,10 @@ struct test_image {
 };
 
 //! The global buffers of the prototypes whose blocks hold regions of a chunk (canopy-sat-resident,
-//! canopy-sat-pipelined): two slots of every region's row sums (up to 258 rows; 16-bit channel
-//! pairs), column sums (up to 256 px) and total, one grid-barrier counter a chunk (`max_chunks`),
-//! and `nstamp` globaltimer stamps a block and chunk. `epoch` counts the builds since the counters
-//! were cleared.
+//! canopy-sat-pipelined): up to three slots of every region's row sums (up to 258 rows, up to 16
+//! bytes a row), column sums (up to 256 px, 8 bytes a pixel) and total (16 bytes), one
+//! grid-barrier counter a chunk (`max_chunks`), and `nstamp` globaltimer stamps a block and chunk.
+//! `epoch` counts the builds since the counters were cleared.
 struct region_exchange {
   int sms = 0;
   uint2 *rowsum = nullptr, *colsum = nullptr;
@@ -389,9 +389,9 @@ struct region_exchange {
   int max_chunks;
   region_exchange(int max_chunks_, int nstamp) : max_chunks(max_chunks_) {
     SAT_PROTO_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    SAT_PROTO_CHECK(cudaMalloc(&rowsum, std::size_t(2) * sms * 258 * 8));
-    SAT_PROTO_CHECK(cudaMalloc(&colsum, std::size_t(2) * sms * 256 * 8));
-    SAT_PROTO_CHECK(cudaMalloc(&total, std::size_t(2) * sms * 16));
+    SAT_PROTO_CHECK(cudaMalloc(&rowsum, row_bytes()));
+    SAT_PROTO_CHECK(cudaMalloc(&colsum, col_bytes()));
+    SAT_PROTO_CHECK(cudaMalloc(&total, total_bytes()));
     SAT_PROTO_CHECK(cudaMalloc(&cnt, std::size_t(max_chunks) * 4));
     SAT_PROTO_CHECK(cudaMalloc(&stamps, std::size_t(sms) * nstamp * max_chunks * 8));
   }
@@ -401,6 +401,15 @@ struct region_exchange {
     cudaFree(total);
     cudaFree(cnt);
     cudaFree(stamps);
+  }
+  std::size_t row_bytes() const { return std::size_t(3) * sms * 258 * 16; }
+  std::size_t col_bytes() const { return std::size_t(3) * sms * 256 * 8; }
+  std::size_t total_bytes() const { return std::size_t(3) * sms * 16; }
+  //! Zeroes every slot.
+  void clear_slots() {
+    SAT_PROTO_CHECK(cudaMemset(rowsum, 0, row_bytes()));
+    SAT_PROTO_CHECK(cudaMemset(colsum, 0, col_bytes()));
+    SAT_PROTO_CHECK(cudaMemset(total, 0, total_bytes()));
   }
   region_exchange(const region_exchange&) = delete;
   region_exchange& operator=(const region_exchange&) = delete;
