@@ -5,8 +5,8 @@
 // fill, a 5-6 us gap at every chunk (the slowest block's sums, the barrier and the carries, with no
 // stores in flight) and an uneven end; its walk, one warp scan a 32-px group, cost 37-40 us of a
 // block's time with no stores at all. This form takes those off the store stream's path:
-//   - two image buffers in shared memory: chunk c + 1 is loaded, summed, exchanged (one grid
-//     barrier a chunk) and turned into carries by producer warps while walker warps write chunk c;
+//   - two image buffers in shared memory: chunk c + 1 is loaded, summed, exchanged and turned into
+//     carries by producer warps while walker warps write chunk c;
 //   - a walker lane holds 8 consecutive pixels of a 256-px region row: one warp scan a row (10
 //     shuffles for 256 px, against 96 a row in session 18's walk);
 //   - the row goes to a swizzled staging row in shared memory and from there to the table by a
@@ -15,16 +15,20 @@
 // Regions: Gx = W / 256 region columns, Gy region rows a chunk, one block an SM (cooperative launch),
 // RH rows a region (RH0 in chunk 0, the last chunk's rows spread evenly). A block has P producer
 // warps and K walker warps; walker k owns the k-th of K bands of the region's rows.
-// Producers, chunk c (buffer c & 1): wait until the walkers are done with chunk c - 2, bulk-copy
-// the region's rows, sum them (row sums, band and region column sums as 16-bit channel pairs,
-// total), publish row sums, column sums and total to global slot c & 1, arrive at the chunk's grid
-// barrier (a counter, epoch-tagged), wait for it, read the row sums left of the region, the column
-// sums of its region column and the totals left of it, and leave the walkers each row's carry (Rl)
-// and the table row above the region (Tinit); the column sums above the chunk and the sum above it
-// left of the region are running sums in the Tinit warp's registers.
+// Loads: chunks 0 and 1 at the start, chunk c + 2 into buffer c & 1 as soon as the last walker is
+// done with chunk c (a shared-memory counter), each producer warp's bands on its own mbarrier.
+// Producers, chunk c: sum the region's rows four at a time (row sums, band and region column sums as
+// 16-bit channel pairs, total), publish row sums, column sums and total to a global slot, and read
+// back with one set of bulk copies the row sums left of the region, the column sums of its region
+// column and every total: after a grid barrier (red.release on a counter a chunk, epoch-tagged), or
+// with `tagged`, with no barrier, as 64-bit words that carry the chunk's tag, read again until all
+// are current (three slots). Then they leave the walkers each row's carry (Rl) and the table row
+// above the region (Tinit); the column sums above the chunk and the sum above it left of the region
+// are running sums in the Tinit warp's registers.
 // Modes: "exact"; diagnostics "nostore" (everything but the table stores; not checked) and "empty"
-// (launch and set-up). Stamps (globaltimer) mark each chunk's load, publication, release, walk start
-// and walk end; the report gives each block's end and its walkers' waits. Tables are checked
+// (launch and set-up). Stamps (globaltimer) mark each chunk's load, sums, publication, release,
+// exchange read, carries, walk start and walk end; the report gives each block's end, its walkers'
+// waits and the tagged exchange's reads a chunk. Tables are checked
 // exactly against a CPU reference (random and all-255 images); timings are medians against a
 // device-to-device copy of a table-sized buffer in the same run. Exits 1 if a table is wrong.
 #include <cudaTypedefs.h>
