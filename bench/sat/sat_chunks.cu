@@ -124,10 +124,8 @@ __device__ __forceinline__ void signal(unsigned* p, int lane) {
     atomicAdd(p, 1u);
   }
 }
-__device__ __forceinline__ uint4 unpack(uint2 v) { return rgba_of_pairs(v.x, v.y); }
-__device__ __forceinline__ uint4 sub4(uint4 a, uint4 b) { return make_uint4(a.x - b.x, a.y - b.y, a.z - b.z, a.w - b.w); }
 __device__ __forceinline__ void stamp(const params& p, int which, int c, int b) {
-  if (p.stamps) p.stamps[(std::size_t(b) * NSTAMP + which) * MAX_CHUNKS + c] = global_ns();
+  if (p.stamps) p.stamps[stamp_index(b, which, c, NSTAMP, MAX_CHUNKS)] = global_ns();
 }
 
 //! {lo, tag, hi, tag}: four 16-bit channel sums a, packed in pairs, each half tagged.
@@ -157,12 +155,12 @@ __device__ __forceinline__ uint4 settle_total(const uint4* a, unsigned seq) {
   return make_uint4(unsigned(q0), unsigned(q1), unsigned(q2), unsigned(q3));
 }
 __device__ __forceinline__ void bulk_store(void* g, const void* sm, unsigned bytes) {
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(g), "r"(unsigned(__cvta_generic_to_shared(sm))), "r"(bytes)
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(g), "r"(smem_u32(sm)), "r"(bytes)
                : "memory");
 }
 
 //! Barrier of the NU aggregator warps (named barrier 1).
-__device__ __forceinline__ void agg_sync(int nu) { asm volatile("bar.sync 1, %0;" ::"r"(nu * 32) : "memory"); }
+__device__ __forceinline__ void agg_sync(int nu) { named_barrier(1, nu * 32); }
 
 //! The exchange of chunk c, run by the NU aggregator warps once every unit of the chunk is summed:
 //! this region's row sums, column sums and total to chunk c's global slot as tagged words; the
@@ -203,7 +201,7 @@ __device__ __noinline__ uint4 exchange(const params& p, int c, int warp, int lan
   const int ng = (nrows + p.UR - 1) / p.UR;
   for (int x = t; x < w; x += nthr) {
     uint4 v = make_uint4(0, 0, 0, 0);
-    for (int gg = 0; gg < ng; ++gg) v = add4(v, unpack(s_ucs[(std::size_t(buf) * p.NG + gg) * w + x]));
+    for (int gg = 0; gg < ng; ++gg) v = add4(v, rgba_of_pairs(s_ucs[(std::size_t(buf) * p.NG + gg) * w + x]));
     pub_cs[x] = tag16(v, seq);
   }
   agg_sync(nu);
@@ -316,7 +314,7 @@ __device__ __noinline__ uint4 exchange(const params& p, int c, int warp, int lan
       run = add4(run, e);
       v[i] = run;
     }
-    base = add4(base, sub4(warp_inclusive_sum4(run, lane), run));
+    base = add4(base, warp_exclusive_sum4(run, lane));
 #pragma unroll
     for (int i = 0; i < 5; ++i) {
       const int r = q * lane + i;
@@ -346,7 +344,7 @@ __global__ void __launch_bounds__(MAX_THREADS, 1) sat_chunks(const __grid_consta
     ctr->carries = 0;
     for (int i = 0; i < K * p.NU; ++i) mbar_init(s_mbar + i);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    if (p.stamps) p.stamps[(std::size_t(b) * NSTAMP + 3) * MAX_CHUNKS] = global_ns();
+    if (p.stamps) p.stamps[stamp_index(b, 3, 0, NSTAMP, MAX_CHUNKS)] = global_ns();
   }
   for (int i = threadIdx.x; i < w; i += blockDim.x) s_ccarry[i] = make_uint4(0, 0, 0, 0);
   __syncthreads();
@@ -427,11 +425,11 @@ __global__ void __launch_bounds__(MAX_THREADS, 1) sat_chunks(const __grid_consta
         for (int k = 0; k < 4; ++k) P[k] = s_kcol[buf * w + x0 + k];
         for (int gg = 0; gg < g; ++gg)
 #pragma unroll
-          for (int k = 0; k < 4; ++k) P[k] = add4(P[k], unpack(s_ucs[(std::size_t(buf) * p.NG + gg) * w + x0 + k]));
+          for (int k = 0; k < 4; ++k) P[k] = add4(P[k], rgba_of_pairs(s_ucs[(std::size_t(buf) * p.NG + gg) * w + x0 + k]));
         // P = row scan over the unit of the column sums above its first row
 #pragma unroll
         for (int k = 1; k < 4; ++k) P[k] = add4(P[k], P[k - 1]);
-        const uint4 excl = sub4(warp_inclusive_sum4(P[3], lane), P[3]);
+        const uint4 excl = warp_exclusive_sum4(P[3], lane);
 #pragma unroll
         for (int k = 0; k < 4; ++k) P[k] = add4(P[k], excl);
         const uint4* lrow = s_lrow + (std::size_t(buf) * p.B + s) * p.RH;
@@ -609,19 +607,16 @@ int main(int argc, char** argv) {
         run.launch(p, smem, mode);
         const bool ok1 = check("on its first build");
         if (!timed) {
-          if (ok1) std::printf("  %dx%d %s %s (B %d, %dx%d blocks, %d chunks): exact\n", w, h, name, cname.c_str(), p.B, p.Gx, p.Gy, p.NC);
+          if (ok1) std::printf("  %dx%d%s %s %s (B %d, %dx%d blocks, %d chunks): exact\n", w, h, ti.label(), name, cname.c_str(), p.B, p.Gx, p.Gy, p.NC);
           continue;
         }
         const double t = timed_us([&] { run.launch(p, smem, mode); });
         const bool ok2 = check("after the timed builds");
         run.launch(p, smem, mode, true);
-        CK(cudaDeviceSynchronize());
         const int G = p.Gx * p.Gy;
-        std::vector<u64> st(std::size_t(G) * NSTAMP * MAX_CHUNKS);
-        CK(cudaMemcpy(st.data(), run.stamps, st.size() * 8, cudaMemcpyDeviceToHost));
-        auto at = [&](int blk, int which, int ch) { return double(st[(std::size_t(blk) * NSTAMP + which) * MAX_CHUNKS + ch]); };
-        double t0 = 1e300;
-        for (int blk = 0; blk < G; ++blk) t0 = std::min(t0, at(blk, 3, 0));
+        const stamp_table st(run.stamps, G, NSTAMP, MAX_CHUNKS);
+        auto at = [&](int blk, int which, int ch) { return st.at(blk, which, ch); };
+        const double t0 = st.earliest(3, 0);
         double carries0 = 0, agg0 = 0, last_walk = 0, wait = 0, exch = 0, prep = 0, skew = 0, vis = 0, tail = 0;
         for (int blk = 0; blk < G; ++blk) {
           carries0 += at(blk, 0, 0) - t0;

@@ -55,22 +55,16 @@ constexpr int MAX_WARPS = 16;
 constexpr int NSTAMP = 11;
 using u64 = unsigned long long;
 
-struct params {
-  const std::uint32_t* img;
-  uint4* tab;
-  int W, H, Gx, Gy, P, K, D;     // producers, walkers, staging rows a walker
-  int RH0, RH, RHL, RHmax, NC;   // rows a region: chunk 0, later chunks, the last chunk; chunks
+// region_params plus this form's own. Slots: row sums [slots][Gy][Gx][RHs] (R|B, G|A pairs; tagged:
+// two 64-bit words a row), column sums [slots][Gy][Gx][RW], totals [slots][Gy][Gx]; two slots, or
+// three tagged. Modes: 0 exact, 2 no table stores, 3 empty (set-up only).
+struct params : region_params {
+  int P, K, D;                   // producers, walkers, staging rows a walker
+  int RH0, RH, RHL, RHmax;       // rows a region: chunk 0, later chunks, the last chunk; the most
   int RHs;                       // RHmax rounded up to even: the row sums' stride (16-byte pieces)
-  uint2* rowsum;                 // [2][Gy][Gx][RHs]: each region's row sums (R|B, G|A pairs)
-  uint2* colsum;                 // [2][Gy][Gx][RW]: each region's column sums
-  uint4* total;                  // [2][Gy][Gx]: each region's total
-  unsigned* cnt;                 // [MAX_CHUNKS]: grid barrier of each chunk
-  unsigned target;               // epoch * blocks
-  int mode;                      // 0 exact, 2 no table stores, 3 empty (set-up only)
   int store;                     // 0: staging read back into st.global; 1: tensor bulk store
-  int tagged;                    // exchange: 0 grid barrier, then one read; 1 tagged words, read until all are current
+  int tagged;                    // (host) which kernel: 0 grid barrier, then one read; 1 tagged words
   unsigned seq0;                 // tagged: chunk c's words carry tag seq0 + c (and an 8-bit form of it)
-  u64* stamps;
 };
 
 //! Shared-memory layout (byte offsets from a 1024-byte aligned base).
@@ -112,7 +106,6 @@ __host__ __device__ inline void chunk_geometry(const params& p, int c, int& star
   start = c ? p.Gy * (p.RH0 + (c - 1) * p.RH) : 0;
 }
 
-__device__ __forceinline__ void named_barrier(int id, int threads) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory"); }
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 __device__ __forceinline__ void tensor_store(const CUtensorMap* tm, const void* src, int c0, int c1, int c2) {
   asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(tm), "r"(smem_u32(src)), "r"(c0),
@@ -126,7 +119,21 @@ __device__ __forceinline__ void bulk_wait_read(int n) {
   else if (n == 1) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
   else asm volatile("cp.async.bulk.wait_group.read 2;" ::: "memory");
 }
-__device__ __forceinline__ uint4 sub4(uint4 a, uint4 b) { return make_uint4(a.x - b.x, a.y - b.y, a.z - b.z, a.w - b.w); }
+//! Band k's rows [r0, r1) of a region with rh rows this chunk, n of them in the image.
+__host__ __device__ inline void band_rows(int k, int K, int rh, int n, int& r0, int& r1) {
+  r0 = k * rh / K;
+  r1 = std::min((k + 1) * rh / K, n);
+}
+//! Lane `lane`'s 8 pixels (words) of row r of an image buffer.
+__device__ __forceinline__ void row_words(const std::uint32_t* buf, int r, int lane, std::uint32_t (&v)[8]) {
+  const uint4* row = reinterpret_cast<const uint4*>(buf + std::size_t(r) * RW) + 2 * lane;
+  const uint4 a = row[0], b = row[1];
+  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+//! Where lane l keeps its pixel i (of 8 consecutive ones, 16 bytes each) in a shared 256-px row:
+//! 16-byte unit i ^ (l & 7) of the lane's 128 bytes, so 8 lanes' units fall in different banks. It
+//! is the tensor map's 128-byte swizzle on a 1024-byte aligned row.
+__host__ __device__ inline int swz8(int lane, int i) { return 8 * lane + (i ^ (lane & 7)); }
 
 // Tagged exchange words (64-bit, each written by one store, so a reader sees a word whole): a row
 // sum is two words {pair, 32-bit tag}; a column sum (<= 64 rows of 8-bit values: 14 bits a
@@ -176,16 +183,16 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
   const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, P = p.P, K = p.K;
   const int blk = blockIdx.x, I = blk / p.Gx, J = blk % p.Gx, x0 = J * RW;
   auto stamp = [&](int s, int c) {
-    if (p.stamps) p.stamps[(std::size_t(blk) * NSTAMP + s) * MAX_CHUNKS + c] = global_ns();
+    if (p.stamps) p.stamps[stamp_index(blk, s, c, NSTAMP, MAX_CHUNKS)] = global_ns();
   };
   if (threadIdx.x == 0) {
-    for (int i = 0; i < 2 * P; ++i) mbar_init(&loadbar[i], 1);
+    for (int i = 0; i < 2 * P; ++i) mbar_init(&loadbar[i]);
     for (int b = 0; b < 2; ++b) {
       mbar_init(&ready[b], unsigned(P) * 32);  // every producer lane arrives after its writes
       done[b] = 0;
     }
-    mbar_init(xbar, 1);
-    if (p.stamps) p.stamps[(std::size_t(blk) * NSTAMP + 5) * MAX_CHUNKS] = smid();
+    mbar_init(xbar);
+    if (p.stamps) p.stamps[stamp_index(blk, 5, 0, NSTAMP, MAX_CHUNKS)] = smid();
   }
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   __syncthreads();
@@ -204,11 +211,18 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the walkers' reads of the buffer, then the copies' writes
     for (int pw = 0; pw < P; ++pw) {
       unsigned bytes = 0;
-      for (int k = pw; k < K; k += P) bytes += unsigned(std::max(0, std::min((k + 1) * rh / K, n) - k * rh / K)) * RW * 4;
+      for (int k = pw; k < K; k += P) {
+        int r0, r1;
+        band_rows(k, K, rh, n, r0, r1);
+        bytes += unsigned(std::max(0, r1 - r0)) * RW * 4;
+      }
       mbar_expect_tx(&loadbar[b * P + pw], bytes);
-      for (int k = pw; k < K; k += P)
-        for (int r = k * rh / K; r < std::min((k + 1) * rh / K, n); ++r)
+      for (int k = pw; k < K; k += P) {
+        int r0, r1;
+        band_rows(k, K, rh, n, r0, r1);
+        for (int r = r0; r < r1; ++r)
           bulk_copy(buf + std::size_t(r) * RW, p.img + std::size_t(top + r) * p.W + x0, RW * 4, &loadbar[b * P + pw], pol);
+      }
       mbar_arrive(&loadbar[b * P + pw]);
     }
   };
@@ -239,17 +253,17 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
       uint4 tot = make_uint4(0, 0, 0, 0);
       for (int k = w; k < K; k += P) {
         std::uint32_t bRB[8] = {}, bGA[8] = {};  // the band's column sums
-        const int r1 = std::min((k + 1) * rh / K, n);
-        for (int r = k * rh / K; r < r1; r += 4) {  // four rows at a time: four independent reductions
+        int r0, r1;
+        band_rows(k, K, rh, n, r0, r1);
+        for (int r = r0; r < r1; r += 4) {  // four rows at a time: four independent reductions
           std::uint32_t sRB[4], sGA[4];
 #pragma unroll
           for (int q = 0; q < 4; ++q) {
             sRB[q] = 0;
             sGA[q] = 0;
             if (r + q < r1) {
-              const uint4* row = reinterpret_cast<const uint4*>(buf + std::size_t(r + q) * RW) + 2 * lane;
-              const uint4 a = row[0], bb = row[1];
-              const std::uint32_t v[8] = {a.x, a.y, a.z, a.w, bb.x, bb.y, bb.z, bb.w};
+              std::uint32_t v[8];
+              row_words(buf, r + q, lane, v);
 #pragma unroll
               for (int i = 0; i < 8; ++i) {
                 const std::uint32_t x = v[i] & 0x00FF00FFu, y = (v[i] >> 8) & 0x00FF00FFu;
@@ -355,7 +369,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
         for (int idx = threadIdx.x; idx < p.Gy * RW; idx += P * 32) bad |= unsigned(xcol64[idx] >> 56) != tag8;
         for (int idx = threadIdx.x; idx < 2 * p.Gy * p.Gx; idx += P * 32) bad |= unsigned(xtot64[idx] >> 56) != tag8;
         if (!any_of_producers(bad, P * 32)) {
-          if (threadIdx.x == 0 && p.stamps) p.stamps[(std::size_t(blk) * NSTAMP + 10) * MAX_CHUNKS + c] = attempt;
+          if (threadIdx.x == 0 && p.stamps) p.stamps[stamp_index(blk, 10, c, NSTAMP, MAX_CHUNKS)] = attempt;
           break;
         }
       }
@@ -372,8 +386,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
                 const ulonglong2 t = xrow64[j * p.RHs + r];
                 s = add4(s, rgba_of_pairs(unsigned(t.x), unsigned(t.y)));
               } else {
-                const uint2 t = xrow[j * p.RHs + r];
-                s = add4(s, rgba_of_pairs(t.x, t.y));
+                s = add4(s, rgba_of_pairs(xrow[j * p.RHs + r]));
               }
             }
           s = add4(warp_inclusive_sum4(s, lane), carry);
@@ -419,10 +432,10 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
         }
 #pragma unroll
         for (int i = 1; i < 8; ++i) ab[i] = add4(ab[i], ab[i - 1]);
-        const uint4 off = add4(add4(leftabove, a), sub4(warp_inclusive_sum4(ab[7], lane), ab[7]));
-        uint4* ti = tinit + std::size_t(b) * RW + 8 * lane;  // pixel 8 l + i at 8 l + (i ^ (l & 7)): conflict-free
+        const uint4 off = add4(add4(leftabove, a), warp_exclusive_sum4(ab[7], lane));
+        uint4* ti = tinit + std::size_t(b) * RW;
 #pragma unroll
-        for (int i = 0; i < 8; ++i) ti[i ^ (lane & 7)] = add4(ab[i], off);
+        for (int i = 0; i < 8; ++i) ti[swz8(lane, i)] = add4(ab[i], off);
         leftabove = add4(leftabove, all);
       }
       named_barrier(1, P * 32);  // the exchange's bytes are the next chunk's regcol
@@ -439,7 +452,8 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
       int start, rh;
       chunk_geometry(p, c, start, rh);
       const int top = start + I * rh, n = std::max(0, std::min(rh, p.H - top));
-      const int r0 = k * rh / K, r1 = std::min((k + 1) * rh / K, n);
+      int r0, r1;
+      band_rows(k, K, rh, n, r0, r1);
       const std::uint32_t* buf = img_s + std::size_t(b) * p.RHmax * RW;
       mbar_wait(&ready[b], unsigned(c >> 1) & 1u);
       if (k == 0 && lane == 0) stamp(3, c);
@@ -462,17 +476,16 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
           S[0] = rgba_of_pairs(aRB[0], aGA[0]);
 #pragma unroll
           for (int i = 1; i < 8; ++i) S[i] = add4(S[i - 1], rgba_of_pairs(aRB[i], aGA[i]));
-          const uint4 ex = sub4(warp_inclusive_sum4(S[7], lane), S[7]);
-          const uint4* ti = tinit + std::size_t(b) * RW + 8 * lane;
+          const uint4 ex = warp_exclusive_sum4(S[7], lane);
+          const uint4* ti = tinit + std::size_t(b) * RW;
 #pragma unroll
-          for (int i = 0; i < 8; ++i) S[i] = add4(add4(S[i], ex), ti[i ^ (lane & 7)]);
+          for (int i = 0; i < 8; ++i) S[i] = add4(add4(S[i], ex), ti[swz8(lane, i)]);
         }
         const uint4* rl = rl_s + std::size_t(b) * p.RHmax;
         // Row r's in-lane prefixes (R|B and G|A pairs; a 256-px row sum fits 16 bits).
         auto lane_prefix = [&](int r, std::uint32_t(&rb)[8], std::uint32_t(&ga)[8]) {
-          const uint4* row = reinterpret_cast<const uint4*>(buf + std::size_t(r) * RW) + 2 * lane;
-          const uint4 a = row[0], bb = row[1];
-          const std::uint32_t v[8] = {a.x, a.y, a.z, a.w, bb.x, bb.y, bb.z, bb.w};
+          std::uint32_t v[8];
+          row_words(buf, r, lane, v);
           rb[0] = v[0] & 0x00FF00FFu;
           ga[0] = (v[0] >> 8) & 0x00FF00FFu;
 #pragma unroll
@@ -492,7 +505,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
 #pragma unroll
           for (int i = 0; i < 8; ++i) {
             S[i] = add4(S[i], rgba_of_pairs(rb[i], ga[i]));
-            st[8 * lane + (i ^ (lane & 7))] = add4(S[i], carry);
+            st[swz8(lane, i)] = add4(S[i], carry);
           }
           if (p.mode != 2) {
             if (p.store == 1) {
@@ -504,8 +517,8 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
               uint4* trow = p.tab + std::size_t(top + r) * p.W + x0;
 #pragma unroll
               for (int kk = 0; kk < 8; ++kk) {
-                const int q = lane + 32 * kk, m = q >> 3;
-                trow[q] = st[8 * m + ((q & 7) ^ (m & 7))];
+                const int q = lane + 32 * kk;  // pixel q is lane q / 8's pixel q % 8
+                trow[q] = st[swz8(q >> 3, q & 7)];
               }
               __syncwarp();
             }
@@ -514,40 +527,9 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
           }
           if (++sidx == p.D) sidx = 0;
         };
-        int r = r0;
-        for (; r + 1 < r1; r += 2) {  // two rows at a time: their warp scans interleave
-          std::uint32_t rbA[8], gaA[8], rbB[8], gaB[8];
-          lane_prefix(r, rbA, gaA);
-          lane_prefix(r + 1, rbB, gaB);
-          std::uint32_t e[4] = {rbA[7], gaA[7], rbB[7], gaB[7]};
-#pragma unroll
-          for (int o = 1; o < 32; o <<= 1) {
-            std::uint32_t t[4];
-#pragma unroll
-            for (int q = 0; q < 4; ++q) t[q] = __shfl_up_sync(~0u, e[q], o);
-            if (lane >= o)
-#pragma unroll
-              for (int q = 0; q < 4; ++q) e[q] += t[q];
-          }
-          e[0] -= rbA[7];
-          e[1] -= gaA[7];
-          e[2] -= rbB[7];
-          e[3] -= gaB[7];
-#pragma unroll
-          for (int i = 0; i < 8; ++i) {
-            rbA[i] += e[0];
-            gaA[i] += e[1];
-            rbB[i] += e[2];
-            gaB[i] += e[3];
-          }
-          emit(r, rbA, gaA);
-          emit(r + 1, rbB, gaB);
-        }
-        if (r < r1) {
-          std::uint32_t rb[8], ga[8];
-          lane_prefix(r, rb, ga);
-          std::uint32_t eRB = rb[7], eGA = ga[7];
-          warp_inclusive_sum2(eRB, eGA, lane);
+        // Turns in-lane prefixes into prefixes from the region's left edge: adds the lanes before
+        // (e: their inclusive sums, as warp_inclusive_sums leaves them).
+        auto from_left = [&](std::uint32_t(&rb)[8], std::uint32_t(&ga)[8], std::uint32_t eRB, std::uint32_t eGA) {
           eRB -= rb[7];
           eGA -= ga[7];
 #pragma unroll
@@ -555,6 +537,25 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
             rb[i] += eRB;
             ga[i] += eGA;
           }
+        };
+        int r = r0;
+        for (; r + 1 < r1; r += 2) {  // two rows at a time: their warp scans interleave
+          std::uint32_t rbA[8], gaA[8], rbB[8], gaB[8];
+          lane_prefix(r, rbA, gaA);
+          lane_prefix(r + 1, rbB, gaB);
+          std::uint32_t e[4] = {rbA[7], gaA[7], rbB[7], gaB[7]};
+          warp_inclusive_sums(e, lane);
+          from_left(rbA, gaA, e[0], e[1]);
+          from_left(rbB, gaB, e[2], e[3]);
+          emit(r, rbA, gaA);
+          emit(r + 1, rbB, gaB);
+        }
+        if (r < r1) {
+          std::uint32_t rb[8], ga[8];
+          lane_prefix(r, rb, ga);
+          std::uint32_t e[2] = {rb[7], ga[7]};
+          warp_inclusive_sums(e, lane);
+          from_left(rb, ga, e[0], e[1]);
           emit(r, rb, ga);
         }
       }
@@ -618,22 +619,13 @@ struct runner : region_exchange {
   int W, H;
   runner(int W_, int H_) : region_exchange(MAX_CHUNKS, NSTAMP), W(W_), H(H_) {}
   bool plan(const config& c, const std::uint32_t* img, uint4* tab, params& p, CUtensorMap& tm, std::size_t& smem, std::string& why) {
-    if (W % RW) {
-      why = "width not a multiple of " + std::to_string(RW);
-      return false;
-    }
     p = params{};
-    p.img = img;
-    p.tab = tab;
-    p.W = W;
-    p.H = H;
+    if (!begin_plan(p, img, tab, W, H, RW, c.Gy, why)) return false;
     p.P = c.P;
     p.K = c.K;
     p.D = c.D;
     p.store = c.store;
     p.tagged = c.tagged;
-    p.Gx = W / RW;
-    p.Gy = std::max(1, std::min(c.Gy, sms / p.Gx));
     p.RH0 = c.RH0;
     p.RH = c.RH;
     const int R0 = p.Gy * c.RH0, R = p.Gy * c.RH;
@@ -642,7 +634,6 @@ struct runner : region_exchange {
     p.RHL = (H - last_start + p.Gy - 1) / p.Gy;
     p.RHmax = std::max({c.RH0, c.RH, p.RHL});
     p.RHs = (p.RHmax + 1) & ~1;
-    bind(p);
     smem = layout(p.RHmax, p.RHs, c.P, c.K, c.D, p.Gx, p.Gy, c.tagged).bytes + 1024;  // + the alignment slack
     if (!fits(p.Gx, p.NC, kernel_for(c.tagged), (c.P + c.K) * 32, smem, why)) return false;
     clear_slots();  // tagged words of an earlier plan must not pass for current ones
@@ -660,11 +651,8 @@ struct runner : region_exchange {
     return true;
   }
   void launch(const CUtensorMap& tm, params p, std::size_t smem, int mode, bool stamped = false) {
-    p.mode = mode;
-    if (mode != 3) ++epoch;  // the empty kernel counts nothing
-    p.target = epoch * unsigned(p.Gx * p.Gy);
+    next_build(p, mode, stamped);
     p.seq0 = epoch * unsigned(MAX_CHUNKS) + 1u;  // a tag is never 0, the cleared slots' value
-    p.stamps = stamped ? stamps : nullptr;
     CUtensorMap t = tm;
     void* args[] = {&t, &p};
     CK(cudaLaunchCooperativeKernel(kernel_for(p.tagged), dim3(p.Gx * p.Gy), dim3((p.P + p.K) * 32), args, smem,
@@ -717,16 +705,13 @@ int main(int argc, char** argv) {
                         mode ? "not checked" : (ok1 && ok2 ? "exact" : "WRONG"));
             if (mode == 3) continue;
             run.launch(tm, p, smem, mode, true);
-            CK(cudaDeviceSynchronize());
             const int B = p.Gx * p.Gy;
-            std::vector<u64> st(std::size_t(B) * NSTAMP * MAX_CHUNKS);
-            CK(cudaMemcpy(st.data(), run.stamps, st.size() * 8, cudaMemcpyDeviceToHost));
-            auto at = [&](int bl, int s, int ch) { return double(st[(std::size_t(bl) * NSTAMP + s) * MAX_CHUNKS + ch]); };
-            double t0 = 1e300;
-            for (int bl = 0; bl < B; ++bl) t0 = std::min(t0, at(bl, 0, 0));
+            const stamp_table st(run.stamps, B, NSTAMP, MAX_CHUNKS);
+            auto at = [&](int bl, int s, int ch) { return st.at(bl, s, ch); };
+            const double t0 = st.earliest(0, 0);
             std::vector<std::pair<double, int>> ends, waits;
             for (int bl = 0; bl < B; ++bl) {
-              const int sm = int(st[(std::size_t(bl) * NSTAMP + 5) * MAX_CHUNKS]);
+              const int sm = int(st.raw(bl, 5, 0));
               ends.push_back({(at(bl, 4, p.NC - 1) - t0) * 1e-3, sm});
               double wsum = 0;
               for (int ch = 1; ch < p.NC; ++ch) wsum += std::max(0.0, at(bl, 3, ch) - at(bl, 4, ch - 1));
@@ -746,7 +731,7 @@ int main(int argc, char** argv) {
               double sum = 0, mx = 0;
               for (int bl = 0; bl < B; ++bl)
                 for (int ch = 0; ch < p.NC; ++ch) {
-                  const double a = double(st[(std::size_t(bl) * NSTAMP + 10) * MAX_CHUNKS + ch]);
+                  const double a = at(bl, 10, ch);
                   sum += a;
                   mx = std::max(mx, a);
                 }

@@ -96,8 +96,14 @@ __device__ __forceinline__ uint4 rgba_of_pairs(std::uint32_t rb, std::uint32_t g
   return make_uint4(rb & 0xFFFFu, ga & 0xFFFFu, rb >> 16, ga >> 16);
 }
 
-//! Channel-wise sum of two RGBA words.
+//! The same from a (R|B, G|A) pair word as the prototypes' exchanges keep it.
+__device__ __forceinline__ uint4 rgba_of_pairs(uint2 v) { return rgba_of_pairs(v.x, v.y); }
+
+//! Channel-wise sum and difference of two RGBA words.
 __device__ __forceinline__ uint4 add4(uint4 a, uint4 b) { return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
+__device__ __forceinline__ uint4 sub4(uint4 a, uint4 b) { return make_uint4(a.x - b.x, a.y - b.y, a.z - b.z, a.w - b.w); }
+//! Sum of each channel of v over lanes 0..lane - 1 of the warp (0 in lane 0).
+__device__ __forceinline__ uint4 warp_exclusive_sum4(uint4 v, int lane) { return sub4(warp_inclusive_sum4(v, lane), v); }
 //! Channel-wise sum of v over the warp's 32 lanes (every lane gets it).
 __device__ __forceinline__ uint4 warp_sum4(uint4 v) {
 #pragma unroll
@@ -111,16 +117,26 @@ __device__ __forceinline__ uint4 shfl4(uint4 v, int src) {
   return make_uint4(__shfl_sync(~0u, v.x, src), __shfl_sync(~0u, v.y, src), __shfl_sync(~0u, v.z, src), __shfl_sync(~0u, v.w, src));
 }
 
-//! Inclusive sums of a and b over lanes 0..lane of the warp, side by side (two packed pairs).
-__device__ __forceinline__ void warp_inclusive_sum2(std::uint32_t& a, std::uint32_t& b, int lane) {
+//! Inclusive sums of each of v[0..N) over lanes 0..lane of the warp, side by side (N independent
+//! scans whose shuffles interleave).
+template <int N>
+__device__ __forceinline__ void warp_inclusive_sums(std::uint32_t (&v)[N], int lane) {
 #pragma unroll
   for (int o = 1; o < 32; o <<= 1) {
-    const std::uint32_t x = __shfl_up_sync(~0u, a, o), y = __shfl_up_sync(~0u, b, o);
-    if (lane >= o) {
-      a += x;
-      b += y;
-    }
+    std::uint32_t u[N];
+#pragma unroll
+    for (int q = 0; q < N; ++q) u[q] = __shfl_up_sync(~0u, v[q], o);
+    if (lane >= o)
+#pragma unroll
+      for (int q = 0; q < N; ++q) v[q] += u[q];
   }
+}
+//! The same for two words (two packed pairs).
+__device__ __forceinline__ void warp_inclusive_sum2(std::uint32_t& a, std::uint32_t& b, int lane) {
+  std::uint32_t v[2] = {a, b};
+  warp_inclusive_sums(v, lane);
+  a = v[0];
+  b = v[1];
 }
 
 //! Row scan of one warp row of RGBA8 pixels, 4 a lane (one 16-byte unit): channels R, B and G, A
@@ -192,8 +208,9 @@ struct strip_sums : lane_sums<4> {
 
 // mbarriers and bulk copies (cp.async.bulk, sm_90 and later; only callers built for sm_90 use them).
 __device__ __forceinline__ unsigned smem_u32(const void* p) { return unsigned(__cvta_generic_to_shared(p)); }
-__device__ __forceinline__ void mbar_init(std::uint64_t* m) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(m)) : "memory");
+//! An mbarrier expecting `count` arrivals a phase.
+__device__ __forceinline__ void mbar_init(std::uint64_t* m, unsigned count = 1) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(m)), "r"(count) : "memory");
 }
 //! Arrives on `m` expecting `bytes` of bulk copies before its phase completes.
 __device__ __forceinline__ void mbar_expect(std::uint64_t* m, unsigned bytes) {
@@ -211,10 +228,6 @@ __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned b
                    smem_u32(dst)),
                "l"(src), "r"(bytes), "r"(smem_u32(m)), "l"(pol)
                : "memory");
-}
-//! An mbarrier expecting `count` arrivals a phase.
-__device__ __forceinline__ void mbar_init(std::uint64_t* m, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(m)), "r"(count) : "memory");
 }
 //! Adds `bytes` of bulk copies to the current phase of `m` without arriving.
 __device__ __forceinline__ void mbar_expect_tx(std::uint64_t* m, unsigned bytes) {
@@ -236,6 +249,8 @@ __device__ __forceinline__ unsigned smid() {
   asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
   return r;
 }
+//! Named barrier `id` of `threads` threads (a multiple of 32): the warps of one role.
+__device__ __forceinline__ void named_barrier(int id, int threads) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory"); }
 //! Waits until the phase of `m` with this parity has completed.
 __device__ __forceinline__ void mbar_wait(std::uint64_t* m, unsigned parity) {
   unsigned done = 0;
@@ -374,6 +389,48 @@ struct test_image {
   test_image& operator=(const test_image&) = delete;
 };
 
+//! Where stamp s of block b and chunk c lives in the prototypes' stamp arrays, [block][stamp][chunk].
+__host__ __device__ inline std::size_t stamp_index(int b, int s, int c, int nstamp, int max_chunks) {
+  return (std::size_t(b) * nstamp + s) * max_chunks + c;
+}
+
+//! A build's stamps, copied to the host after the GPU is done: `blocks` x `nstamp` x `max_chunks`
+//! words (globaltimer ns, or counts where a prototype says so).
+struct stamp_table {
+  std::vector<unsigned long long> v;
+  int nstamp, max_chunks;
+  stamp_table(const unsigned long long* dev, int blocks, int nstamp_, int max_chunks_)
+      : v(std::size_t(blocks) * nstamp_ * max_chunks_), nstamp(nstamp_), max_chunks(max_chunks_) {
+    SAT_PROTO_CHECK(cudaDeviceSynchronize());
+    SAT_PROTO_CHECK(cudaMemcpy(v.data(), dev, v.size() * 8, cudaMemcpyDeviceToHost));
+  }
+  unsigned long long raw(int b, int s, int c) const { return v[stamp_index(b, s, c, nstamp, max_chunks)]; }
+  double at(int b, int s, int c) const { return double(raw(b, s, c)); }
+  //! The earliest stamp s of chunk c over the blocks (the origin of a timeline).
+  double earliest(int s, int c) const {
+    const int blocks = int(v.size() / (std::size_t(nstamp) * max_chunks));
+    double t = 1e300;
+    for (int b = 0; b < blocks; ++b) t = std::min(t, at(b, s, c));
+    return t;
+  }
+};
+
+//! The kernel parameters every region prototype has (canopy-sat-resident, canopy-sat-pipelined):
+//! the image and table, the region grid, the chunk count, the exchange buffers and the build's
+//! barrier target, the mode and the stamps.
+struct region_params {
+  const std::uint32_t* img;
+  uint4* tab;
+  int W, H, Gx, Gy, NC;
+  uint2* rowsum;                 // region row sums (slots x Gy x Gx x rows)
+  uint2* colsum;                 // region column sums (slots x Gy x Gx x region width)
+  uint4* total;                  // region totals (slots x Gy x Gx)
+  unsigned* cnt;                 // grid barrier of each chunk
+  unsigned target;               // epoch x blocks: the count that releases this build's barriers
+  int mode;                      // each prototype's modes; 3 is always the empty kernel (set-up only)
+  unsigned long long* stamps;    // stamp_index layout, or null
+};
+
 //! The global buffers of the prototypes whose blocks hold regions of a chunk (canopy-sat-resident,
 //! canopy-sat-pipelined): up to three slots of every region's row sums (up to 258 rows, up to 16
 //! bytes a row), column sums (up to 256 px, 8 bytes a pixel) and total (16 bytes), one
@@ -420,13 +477,32 @@ struct region_exchange {
     last_start = n == 1 ? 0 : R0 + (n - 2) * R;
     return n;
   }
-  //! Points a kernel's parameters at these buffers.
-  template <class Params>
-  void bind(Params& p) const {
+  //! Starts a plan: a W x H image cut into region columns RW px wide (W must be a multiple), up to
+  //! Gy region rows a chunk (fewer when Gx x Gy would pass the SMs), these buffers. Says why not.
+  bool begin_plan(region_params& p, const std::uint32_t* img, uint4* tab, int W, int H, int RW, int Gy, std::string& why) const {
+    if (W % RW) {
+      why = "width not a multiple of " + std::to_string(RW);
+      return false;
+    }
+    p.img = img;
+    p.tab = tab;
+    p.W = W;
+    p.H = H;
+    p.Gx = W / RW;
+    p.Gy = std::max(1, std::min(Gy, sms / p.Gx));
     p.rowsum = rowsum;
     p.colsum = colsum;
     p.total = total;
     p.cnt = cnt;
+    return true;
+  }
+  //! Sets up the next build: a new epoch (except for the empty kernel, mode 3, which counts
+  //! nothing), its barrier target, and the stamps if asked for.
+  void next_build(region_params& p, int mode, bool stamped) {
+    p.mode = mode;
+    if (mode != 3) ++epoch;
+    p.target = epoch * unsigned(p.Gx * p.Gy);
+    p.stamps = stamped ? stamps : nullptr;
   }
   //! The checks every plan makes: Gx region columns fit the SMs, `chunks` fit the counters, and
   //! one block of `kernel` (`threads` threads, `smem` bytes, the attribute set here) fits an SM.

@@ -47,25 +47,17 @@ constexpr int MAX_WARPS = 16;
 constexpr int NSTAMP = 6;  // per chunk: loaded, summed, released, carries, walked; SM id (chunk 0)
 using u64 = unsigned long long;
 
-struct params {
-  const std::uint32_t* img;
-  uint4* tab;
-  int W, H;
-  int NW, Gx, Gy, TH0, TH, THL, THmax, RHmax, NC, RG;  // THL: the last chunk's rows a warp (its rows spread evenly)
-  uint2* rowsum;   // [2][Gy][Gx][RHmax]: each region's row sums (R|B, G|A pairs)
-  uint2* colsum;   // [2][Gy][Gx][RW]: each region's column sums
-  uint4* total;    // [2][Gy][Gx]: each region's total
-  unsigned* cnt;   // [MAX_CHUNKS]: grid barrier of each chunk
-  unsigned target; // epoch * blocks: the count that releases this build's barrier
-  int mode;        // 0 exact, 1 no grid barrier, 2 no table stores, 3 empty (set-up only)
-  int hint;        // table stores: 0 st.global, 1 st.global.cs
-  u64* stamps;
+// region_params plus this form's own. Slots: row sums [2][Gy][Gx][RHmax] (R|B, G|A pairs), column
+// sums [2][Gy][Gx][RW], totals [2][Gy][Gx]. Modes: 0 exact, 1 no grid barrier, 2 no table stores,
+// 3 empty (set-up only).
+struct params : region_params {
+  int NW, TH0, TH, THL, THmax, RHmax, RG;  // THL: the last chunk's rows a warp (its rows spread evenly)
+  int hint;                                // table stores: 0 st.global, 1 st.global.cs
 };
 
 __device__ __forceinline__ void store_cs(uint4* a, uint4 v) {
   asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
-__device__ __forceinline__ uint4 pairs4(uint2 v) { return rgba_of_pairs(v.x, v.y); }
 
 //! Rows a warp holds in chunk c, and the first row of the region's top (image row).
 struct chunk_rows {
@@ -95,7 +87,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_resident(params p) {
   std::uint32_t* my = img_s + std::size_t(w) * p.THmax * RW;
   const std::uint64_t pol = policy_evict_first();
   const bool stamping = p.stamps && threadIdx.x == 0;
-  auto stamp = [&](int s, int c) { p.stamps[(std::size_t(blk) * NSTAMP + s) * MAX_CHUNKS + c] = global_ns(); };
+  auto stamp = [&](int s, int c) { p.stamps[stamp_index(blk, s, c, NSTAMP, MAX_CHUNKS)] = global_ns(); };
 
   if (lane == 0) mbar_init(&mbar[w]);
   for (int i = threadIdx.x; i < RW; i += blockDim.x) coltop_s[i] = make_uint4(0, 0, 0, 0);
@@ -118,7 +110,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_resident(params p) {
     mbar_arrive(&mbar[w]);
   }
 
-  if (stamping) p.stamps[(std::size_t(blk) * NSTAMP + 5) * MAX_CHUNKS] = smid();
+  if (stamping) p.stamps[stamp_index(blk, 5, 0, NSTAMP, MAX_CHUNKS)] = smid();
   std::uint32_t sink = 0;
   for (int c = 0; c < p.NC; ++c) {
     const int slot = c & 1;
@@ -178,7 +170,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_resident(params p) {
     {
       if (lane < n)
         for (int j = 0; j < J; ++j)
-          Rl = add4(Rl, pairs4(__ldcg(&p.rowsum[((std::size_t(slot) * p.Gy + I) * p.Gx + j) * p.RHmax + rtop + lane])));
+          Rl = add4(Rl, rgba_of_pairs(__ldcg(&p.rowsum[((std::size_t(slot) * p.Gy + I) * p.Gx + j) * p.RHmax + rtop + lane])));
       Rl = warp_inclusive_sum4(Rl, lane);
       if (lane == 31) rtot[w] = Rl;
     }
@@ -186,7 +178,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_resident(params p) {
       const int x = 32 * sl + lane;
       uint4 above = coltop_s[x], all = make_uint4(0, 0, 0, 0);
       for (int i = 0; i < p.Gy; ++i) {
-        const uint4 q = pairs4(__ldcg(&p.colsum[((std::size_t(slot) * p.Gy + i) * p.Gx + J) * RW + x]));
+        const uint4 q = rgba_of_pairs(__ldcg(&p.colsum[((std::size_t(slot) * p.Gy + i) * p.Gx + J) * RW + x]));
         if (i < I) above = add4(above, q);
         all = add4(all, q);
       }
@@ -329,19 +321,9 @@ struct runner : region_exchange {
   int W, H;
   runner(int W_, int H_) : region_exchange(MAX_CHUNKS, NSTAMP), W(W_), H(H_) {}
   bool plan(const config& c, const std::uint32_t* img, uint4* tab, params& p, std::size_t& smem, std::string& why) {
-    const int RW = 32 * c.G;
-    if (W % RW) {
-      why = "width not a multiple of " + std::to_string(RW);
-      return false;
-    }
     p = params{};
-    p.img = img;
-    p.tab = tab;
-    p.W = W;
-    p.H = H;
+    if (!begin_plan(p, img, tab, W, H, 32 * c.G, c.Gy, why)) return false;
     p.NW = c.NW;
-    p.Gx = W / RW;
-    p.Gy = std::max(1, std::min(c.Gy, sms / p.Gx));
     p.TH0 = c.TH0;
     p.TH = c.TH;
     p.THmax = std::max(c.TH0, c.TH);
@@ -352,7 +334,6 @@ struct runner : region_exchange {
     int last_start;
     p.NC = chunks_of(H, R0, R, last_start);
     p.THL = (H - last_start + p.Gy * c.NW - 1) / (p.Gy * c.NW);
-    bind(p);
     smem = smem_bytes(c.G, c.NW, p.THmax);
     if (p.RHmax > 257) {
       why = "regions of " + std::to_string(p.RHmax) + " rows (16-bit column sums hold 257)";
@@ -364,10 +345,7 @@ struct runner : region_exchange {
   //! block still fits at once: one an SM, grid <= SMs).
   void launch(int G, params p, std::size_t smem, int mode, bool stamped = false) {
     const bool plain = mode >= 4;
-    p.mode = mode == 4 ? 3 : mode == 5 ? 0 : mode;
-    if (p.mode != 3) ++epoch;  // the empty kernel counts nothing
-    p.target = epoch * unsigned(p.Gx * p.Gy);
-    p.stamps = stamped ? stamps : nullptr;
+    next_build(p, mode == 4 ? 3 : mode == 5 ? 0 : mode, stamped);
     void* args[] = {&p};
     const void* k = kernel_for(G);
     if (plain) CK(cudaLaunchKernel(k, dim3(p.Gx * p.Gy), dim3(p.NW * 32), args, smem, nullptr));
@@ -433,19 +411,16 @@ int main(int argc, char** argv) {
         run.launch(c.G, p, smem, mode);
         const bool ok1 = check("on its first build");
         if (!timed) {
-          if (ok1) std::printf("  %dx%d %s %s (%dx%d blocks, %d chunks): exact\n", w, h, name, cname.c_str(), p.Gx, p.Gy, p.NC);
+          if (ok1) std::printf("  %dx%d%s %s %s (%dx%d blocks, %d chunks): exact\n", w, h, ti.label(), name, cname.c_str(), p.Gx, p.Gy, p.NC);
           continue;
         }
         const double t = timed_us([&] { run.launch(c.G, p, smem, mode); });
         const bool ok2 = check("after the timed builds");
         run.launch(c.G, p, smem, mode, true);
-        CK(cudaDeviceSynchronize());
         const int B = p.Gx * p.Gy;
-        std::vector<u64> st(std::size_t(B) * NSTAMP * MAX_CHUNKS);
-        CK(cudaMemcpy(st.data(), run.stamps, st.size() * 8, cudaMemcpyDeviceToHost));
-        auto at = [&](int b, int s, int ch) { return double(st[(std::size_t(b) * NSTAMP + s) * MAX_CHUNKS + ch]); };
-        double t0 = 1e300;
-        for (int b = 0; b < B; ++b) t0 = std::min(t0, at(b, 0, 0));
+        const stamp_table st(run.stamps, B, NSTAMP, MAX_CHUNKS);
+        auto at = [&](int b, int s, int ch) { return st.at(b, s, ch); };
+        const double t0 = st.earliest(0, 0);
         std::printf("  %-9s G:NW:Gy:TH0:TH:RG:hint %s (%dx%d blocks, %d chunks, %zu B smem): %.1f us = %.1f%% of copy (%s)\n", name,
                     cname.c_str(), p.Gx, p.Gy, p.NC, smem, t, 100.0 * ti.bytes / t * 1e-3 / ti.copy_gbps,
                     (mode && mode != 5) ? "not checked" : (ok1 && ok2 ? "exact" : "WRONG"));
@@ -455,7 +430,7 @@ int main(int argc, char** argv) {
           for (int b = 0; b < B; ++b) {
             double s = 0;
             for (int ch = 0; ch < p.NC; ++ch) s += at(b, 4, ch) - at(b, 3, ch);
-            d.push_back({s * 1e-3, int(st[(std::size_t(b) * NSTAMP + 5) * MAX_CHUNKS])});
+            d.push_back({s * 1e-3, int(st.raw(b, 5, 0))});
           }
           std::sort(d.begin(), d.end());
           std::printf("    walk time a block (us): min %.2f p10 %.2f p50 %.2f p90 %.2f max %.2f; slowest (block sm): ", d[0].first, d[B / 10].first,

@@ -415,7 +415,7 @@ __device__ void row_item(const args& a, int b, int lane) {
     const int j = j0 + lane;
     const uint4 t = j < a.TW ? __ldcg(a.tot + size_t(slot) * a.TW + j) : make_uint4(0, 0, 0, 0);
     const uint4 inc = warp_inclusive_sum4(t, lane);
-    if (j < a.TW) a.corner[size_t(slot) * a.TW + j] = add4(cacc, make_uint4(inc.x - t.x, inc.y - t.y, inc.z - t.z, inc.w - t.w));
+    if (j < a.TW) a.corner[size_t(slot) * a.TW + j] = add4(cacc, sub4(inc, t));
     cacc = add4(cacc, shfl4(inc, 31));
   }
   canopy::detail::sat::publish_flag(&a.rflag[b * kPad], a.epoch, lane);
