@@ -39,14 +39,14 @@
 #include <string>
 #include <vector>
 
-#include "sat_proto_common.cuh"
+#include "sat_region_walk.cuh"
 
 using namespace sat_proto;
+using namespace sat_proto::region_walk;
 #define CK SAT_PROTO_CHECK
 
 namespace pipelined {
 
-constexpr int RW = 256;  // region width: 8 px a lane
 constexpr int MAX_CHUNKS = 64;
 constexpr int MAX_WARPS = 16;
 // Stamps a chunk: 0 producer warp 0's rows loaded, 1 published, 2 released, 3 walk start, 4 walk
@@ -65,6 +65,9 @@ struct params : region_params {
   int store;                     // 0: staging read back into st.global; 1: tensor bulk store
   int tagged;                    // (host) which kernel: 0 grid barrier, then one read; 1 tagged words
   unsigned seq0;                 // tagged: chunk c's words carry tag seq0 + c (and an 8-bit form of it)
+  int pre;                       // L2 reuse experiment: producers also read chunk c + 2's rows from global
+                                 // after chunk c's carries (1: evict_last loads, 2: plain loads), 0 off
+  int sh;                        // 1: the table's tensor stores carry an L2 evict_first hint
 };
 
 //! Shared-memory layout (byte offsets from a 1024-byte aligned base).
@@ -100,40 +103,6 @@ struct layout {
   }
 };
 
-//! Chunk c's rows a region and the chunk's first image row.
-__host__ __device__ inline void chunk_geometry(const params& p, int c, int& start, int& rh) {
-  rh = c == p.NC - 1 ? p.RHL : c ? p.RH : p.RH0;
-  start = c ? p.Gy * (p.RH0 + (c - 1) * p.RH) : 0;
-}
-
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-__device__ __forceinline__ void tensor_store(const CUtensorMap* tm, const void* src, int c0, int c1, int c2) {
-  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(tm), "r"(smem_u32(src)), "r"(c0),
-               "r"(c1), "r"(c2)
-               : "memory");
-  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-}
-//! Waits until at most n (0, 1 or 2) bulk groups of this thread still read shared memory.
-__device__ __forceinline__ void bulk_wait_read(int n) {
-  if (n <= 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-  else if (n == 1) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
-  else asm volatile("cp.async.bulk.wait_group.read 2;" ::: "memory");
-}
-//! Band k's rows [r0, r1) of a region with rh rows this chunk, n of them in the image.
-__host__ __device__ inline void band_rows(int k, int K, int rh, int n, int& r0, int& r1) {
-  r0 = k * rh / K;
-  r1 = std::min((k + 1) * rh / K, n);
-}
-//! Lane `lane`'s 8 pixels (words) of row r of an image buffer.
-__device__ __forceinline__ void row_words(const std::uint32_t* buf, int r, int lane, std::uint32_t (&v)[8]) {
-  const uint4* row = reinterpret_cast<const uint4*>(buf + std::size_t(r) * RW) + 2 * lane;
-  const uint4 a = row[0], b = row[1];
-  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
-}
-//! Where lane l keeps its pixel i (of 8 consecutive ones, 16 bytes each) in a shared 256-px row:
-//! 16-byte unit i ^ (l & 7) of the lane's 128 bytes, so 8 lanes' units fall in different banks. It
-//! is the tensor map's 128-byte swizzle on a 1024-byte aligned row.
-__host__ __device__ inline int swz8(int lane, int i) { return 8 * lane + (i ^ (lane & 7)); }
 
 // Tagged exchange words (64-bit, each written by one store, so a reader sees a word whole): a row
 // sum is two words {pair, 32-bit tag}; a column sum (<= 64 rows of 8-bit values: 14 bits a
@@ -294,11 +263,9 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
               tot = add4(tot, rgba_of_pairs(sRB[q], sGA[q]));
             }
         }
-        // Lane l's 16-byte piece h (pixels 8 l + 2 h, + 1) at 4 l + (h ^ ((l >> 1) & 3)): conflict-free.
         uint4* bc = reinterpret_cast<uint4*>(bandcol + (std::size_t(b) * K + k) * RW);
 #pragma unroll
-        for (int h = 0; h < 4; ++h)
-          bc[4 * lane + (h ^ ((lane >> 1) & 3))] = make_uint4(bRB[2 * h], bGA[2 * h], bRB[2 * h + 1], bGA[2 * h + 1]);
+        for (int h = 0; h < 4; ++h) bc[bandcol_unit(lane, h)] = make_uint4(bRB[2 * h], bGA[2 * h], bRB[2 * h + 1], bGA[2 * h + 1]);
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
           cRB[i] += bRB[i];
@@ -441,12 +408,27 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
       named_barrier(1, P * 32);  // the exchange's bytes are the next chunk's regcol
       if (threadIdx.x == 0) stamp(9, c);
       mbar_arrive(&ready[b]);
+      if (p.pre && c + 2 < p.NC) {  // L2 reuse experiment: read chunk c + 2's rows now; walkers load them later
+        int s2, rh2;
+        chunk_geometry(p, c + 2, s2, rh2);
+        const int top2 = s2 + I * rh2, n2 = std::max(0, std::min(rh2, p.H - top2));
+        const std::uint64_t lp = policy_evict_last();
+        std::uint32_t acc = 0;
+#pragma unroll 4
+        for (int r = w; r < n2; r += P) {
+          const uint4* row = reinterpret_cast<const uint4*>(p.img + std::size_t(top2 + r) * p.W + x0) + 2 * lane;
+          const uint4 a = p.pre == 1 ? load_policy(row, lp) : __ldg(row), b2 = p.pre == 1 ? load_policy(row + 1, lp) : __ldg(row + 1);
+          acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b2.x ^ b2.y ^ b2.z ^ b2.w;
+        }
+        asm volatile("" ::"r"(acc));
+      }
     }
   } else {
     // ---------------------------------------------------------------- walkers
     const int k = w - P;
     uint4* my_stage = stage + std::size_t(k) * p.D * RW;
     int sidx = 0;
+    const std::uint64_t spol = policy_evict_first();
     for (int c = 0; c < p.NC; ++c) {
       const int b = c & 1;
       int start, rh;
@@ -458,106 +440,9 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
       mbar_wait(&ready[b], unsigned(c >> 1) & 1u);
       if (k == 0 && lane == 0) stamp(3, c);
       if (r0 < r1) {
-        // The band's first row above it: Tinit + the region's columns above the band, prefixed over x.
-        uint4 S[8];
-        {
-          std::uint32_t aRB[8] = {}, aGA[8] = {};
-          for (int kk = 0; kk < k; ++kk) {
-            const uint4* bc = reinterpret_cast<const uint4*>(bandcol + (std::size_t(b) * K + kk) * RW) + 4 * lane;
-#pragma unroll
-            for (int h = 0; h < 4; ++h) {
-              const uint4 t = bc[h ^ ((lane >> 1) & 3)];
-              aRB[2 * h] += t.x;
-              aGA[2 * h] += t.y;
-              aRB[2 * h + 1] += t.z;
-              aGA[2 * h + 1] += t.w;
-            }
-          }
-          S[0] = rgba_of_pairs(aRB[0], aGA[0]);
-#pragma unroll
-          for (int i = 1; i < 8; ++i) S[i] = add4(S[i - 1], rgba_of_pairs(aRB[i], aGA[i]));
-          const uint4 ex = warp_exclusive_sum4(S[7], lane);
-          const uint4* ti = tinit + std::size_t(b) * RW;
-#pragma unroll
-          for (int i = 0; i < 8; ++i) S[i] = add4(add4(S[i], ex), ti[swz8(lane, i)]);
-        }
-        const uint4* rl = rl_s + std::size_t(b) * p.RHmax;
-        // Row r's in-lane prefixes (R|B and G|A pairs; a 256-px row sum fits 16 bits).
-        auto lane_prefix = [&](int r, std::uint32_t(&rb)[8], std::uint32_t(&ga)[8]) {
-          std::uint32_t v[8];
-          row_words(buf, r, lane, v);
-          rb[0] = v[0] & 0x00FF00FFu;
-          ga[0] = (v[0] >> 8) & 0x00FF00FFu;
-#pragma unroll
-          for (int i = 1; i < 8; ++i) {
-            rb[i] = rb[i - 1] + (v[i] & 0x00FF00FFu);
-            ga[i] = ga[i - 1] + ((v[i] >> 8) & 0x00FF00FFu);
-          }
-        };
-        // Row r's table row (rb, ga: its prefixes from the region's left edge) to the staging row and out.
-        auto emit = [&](int r, const std::uint32_t(&rb)[8], const std::uint32_t(&ga)[8]) {
-          const uint4 carry = rl[r];
-          uint4* st = my_stage + std::size_t(sidx) * RW;
-          if (p.store == 1) {
-            if (lane == 0) bulk_wait_read(p.D - 1);
-            __syncwarp();
-          }
-#pragma unroll
-          for (int i = 0; i < 8; ++i) {
-            S[i] = add4(S[i], rgba_of_pairs(rb[i], ga[i]));
-            st[swz8(lane, i)] = add4(S[i], carry);
-          }
-          if (p.mode != 2) {
-            if (p.store == 1) {
-              fence_proxy_async();
-              __syncwarp();
-              if (lane == 0) tensor_store(&tmap, st, 0, x0 / 8, top + r);
-            } else {
-              __syncwarp();
-              uint4* trow = p.tab + std::size_t(top + r) * p.W + x0;
-#pragma unroll
-              for (int kk = 0; kk < 8; ++kk) {
-                const int q = lane + 32 * kk;  // pixel q is lane q / 8's pixel q % 8
-                trow[q] = st[swz8(q >> 3, q & 7)];
-              }
-              __syncwarp();
-            }
-          } else {
-            __syncwarp();
-          }
-          if (++sidx == p.D) sidx = 0;
-        };
-        // Turns in-lane prefixes into prefixes from the region's left edge: adds the lanes before
-        // (e: their inclusive sums, as warp_inclusive_sums leaves them).
-        auto from_left = [&](std::uint32_t(&rb)[8], std::uint32_t(&ga)[8], std::uint32_t eRB, std::uint32_t eGA) {
-          eRB -= rb[7];
-          eGA -= ga[7];
-#pragma unroll
-          for (int i = 0; i < 8; ++i) {
-            rb[i] += eRB;
-            ga[i] += eGA;
-          }
-        };
-        int r = r0;
-        for (; r + 1 < r1; r += 2) {  // two rows at a time: their warp scans interleave
-          std::uint32_t rbA[8], gaA[8], rbB[8], gaB[8];
-          lane_prefix(r, rbA, gaA);
-          lane_prefix(r + 1, rbB, gaB);
-          std::uint32_t e[4] = {rbA[7], gaA[7], rbB[7], gaB[7]};
-          warp_inclusive_sums(e, lane);
-          from_left(rbA, gaA, e[0], e[1]);
-          from_left(rbB, gaB, e[2], e[3]);
-          emit(r, rbA, gaA);
-          emit(r + 1, rbB, gaB);
-        }
-        if (r < r1) {
-          std::uint32_t rb[8], ga[8];
-          lane_prefix(r, rb, ga);
-          std::uint32_t e[2] = {rb[7], ga[7]};
-          warp_inclusive_sums(e, lane);
-          from_left(rb, ga, e[0], e[1]);
-          emit(r, rb, ga);
-        }
+        const band_walk walk{buf, bandcol + std::size_t(b) * K * RW, tinit + std::size_t(b) * RW, rl_s + std::size_t(b) * p.RHmax,
+                             my_stage, p.D, p.store, p.mode != 2, p.sh != 0, spol, &tmap, p.tab, p.W, x0, top};
+        walk.run(k, r0, r1, lane, sidx);
       }
       __syncwarp();
       if (lane == 0) {  // the last walker done with the buffer requests chunk c + 2 into it
@@ -574,7 +459,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
 }
 
 struct config {
-  int P, K, Gy, RH0, RH, D, store, tagged;
+  int P, K, Gy, RH0, RH, D, store, tagged, pre, sh;
 };
 
 const void* kernel_for(int tagged) {
@@ -583,12 +468,13 @@ const void* kernel_for(int tagged) {
 std::vector<config> parse_configs(const std::string& s, const char* program) {
   std::vector<config> out;
   for (const std::string& one : config_items(s)) {
-    config c{0, 0, 0, 0, 0, 1, 1, 0};
-    if (std::sscanf(one.c_str(), "%d:%d:%d:%d:%d:%d:%d:%d", &c.P, &c.K, &c.Gy, &c.RH0, &c.RH, &c.D, &c.store, &c.tagged) < 5 || c.P < 1 ||
+    config c{0, 0, 0, 0, 0, 1, 1, 0, 0, 0};
+    if (std::sscanf(one.c_str(), "%d:%d:%d:%d:%d:%d:%d:%d:%d:%d", &c.P, &c.K, &c.Gy, &c.RH0, &c.RH, &c.D, &c.store, &c.tagged, &c.pre, &c.sh) < 5 ||
+        c.P < 1 || c.pre < 0 || c.pre > 2 || c.sh < 0 || c.sh > 1 ||
         c.K < 1 || c.P + c.K > MAX_WARPS || c.Gy < 1 || c.RH0 < 1 || c.RH < 1 || c.RH0 > (c.tagged ? 64 : 257) ||
         c.RH > (c.tagged ? 64 : 257) || c.D < 1 || c.D > 3 || c.store < 0 || c.store > 1 || c.tagged < 0 || c.tagged > 1) {
-      std::printf("%s: bad configuration '%s' (P:K:Gy:RH0:RH[:D[:store[:tagged]]], P + K <= 16, RH0 and RH <= 257 (64 tagged), D 1 to 3, "
-                  "store and tagged 0 or 1)\n",
+      std::printf("%s: bad configuration '%s' (P:K:Gy:RH0:RH[:D[:store[:tagged[:pre[:sh]]]]], P + K <= 16, RH0 and RH <= 257 (64 tagged), "
+                  "D 1 to 3, store, tagged and sh 0 or 1, pre 0 to 2)\n",
                   program, one.c_str());
       std::exit(canopy_bench::exit_bad_command_line);
     }
@@ -599,20 +485,8 @@ std::vector<config> parse_configs(const std::string& s, const char* program) {
 
 std::string name_of(const config& c) {
   return std::to_string(c.P) + ":" + std::to_string(c.K) + ":" + std::to_string(c.Gy) + ":" + std::to_string(c.RH0) + ":" +
-         std::to_string(c.RH) + ":" + std::to_string(c.D) + ":" + std::to_string(c.store) + ":" + std::to_string(c.tagged);
-}
-
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static PFN_cuTensorMapEncodeTiled_v12000 f = nullptr;
-  if (!f) {
-    cudaDriverEntryPointQueryResult q{};
-    CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", reinterpret_cast<void**>(&f), 12000, cudaEnableDefault, &q));
-    if (q != cudaDriverEntryPointSuccess || !f) {
-      std::printf("canopy-sat-pipelined: the driver has no cuTensorMapEncodeTiled\n");
-      std::exit(1);
-    }
-  }
-  return f;
+         std::to_string(c.RH) + ":" + std::to_string(c.D) + ":" + std::to_string(c.store) + ":" + std::to_string(c.tagged) +
+         (c.pre || c.sh ? ":" + std::to_string(c.pre) + ":" + std::to_string(c.sh) : std::string());
 }
 
 struct runner : region_exchange {
@@ -626,6 +500,8 @@ struct runner : region_exchange {
     p.D = c.D;
     p.store = c.store;
     p.tagged = c.tagged;
+    p.pre = c.pre;
+    p.sh = c.sh;
     p.RH0 = c.RH0;
     p.RH = c.RH;
     const int R0 = p.Gy * c.RH0, R = p.Gy * c.RH;
@@ -637,18 +513,7 @@ struct runner : region_exchange {
     smem = layout(p.RHmax, p.RHs, c.P, c.K, c.D, p.Gx, p.Gy, c.tagged).bytes + 1024;  // + the alignment slack
     if (!fits(p.Gx, p.NC, kernel_for(c.tagged), (c.P + c.K) * 32, smem, why)) return false;
     clear_slots();  // tagged words of an earlier plan must not pass for current ones
-    // The table as a 3D tensor of u32: 32 words (8 px) x W / 8 x H; a box is one 256-px region row,
-    // 32 rows of 128 bytes in shared memory, one a lane, 16-byte units swizzled within 1024 bytes.
-    const cuuint64_t dims[3] = {32, cuuint64_t(W / 8), cuuint64_t(H)};
-    const cuuint64_t strides[2] = {128, cuuint64_t(W) * 16};
-    const cuuint32_t box[3] = {32, 32, 1}, estr[3] = {1, 1, 1};
-    const CUresult r = tensor_map_encoder()(&tm, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, tab, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) {
-      why = "cuTensorMapEncodeTiled failed (" + std::to_string(int(r)) + ")";
-      return false;
-    }
-    return true;
+    return table_tensor_map("canopy-sat-pipelined", tab, W, H, tm, why);
   }
   void launch(const CUtensorMap& tm, params p, std::size_t smem, int mode, bool stamped = false) {
     next_build(p, mode, stamped);
@@ -665,8 +530,8 @@ struct runner : region_exchange {
 int main(int argc, char** argv) {
   using namespace pipelined;
   return run_prototype(
-      argc, argv, "canopy-sat-pipelined", "P:K:Gy:RH0:RH[:D[:store[:tagged]]]", "4:6:8:16:70,4:6:8:16:64:1:1:1",
-      "4:6:4:16:70,4:6:4:16:64:1:1:1", "2:4:2:3:5:2:1,1:3:3:2:7:1:0,4:8:8:4:9:3:1,2:6:1:9:13:2:1,2:4:2:3:5:1:1:1,1:3:3:2:7:2:1:1,3:6:1:9:13:1:1:1",
+      argc, argv, "canopy-sat-pipelined", "P:K:Gy:RH0:RH[:D[:store[:tagged[:pre[:sh]]]]]", "4:6:8:16:70,4:6:8:16:64:1:1:1",
+      "4:6:4:16:70,4:6:4:16:64:1:1:1", "2:4:2:3:5:2:1,1:3:3:2:7:1:0,4:8:8:4:9:3:1,2:6:1:9:13:2:1,2:4:2:3:5:1:1:1,1:3:3:2:7:2:1:1,3:6:1:9:13:1:1:1,2:4:2:3:5:1:1:0:1:1,3:6:1:9:13:1:1:0:2:0",
       {{256, 1}, {256, 33}, {1024, 100}, {512, 47}, {2048, 300}, {768, 1000}, {3840, 2160}, {7680, 4320}}, parse_configs,
       [](test_image& ti, bool timed, const std::vector<config>& configs, bool& all_ok) {
         const int w = ti.w, h = ti.h;
@@ -707,49 +572,17 @@ int main(int argc, char** argv) {
             run.launch(tm, p, smem, mode, true);
             const int B = p.Gx * p.Gy;
             const stamp_table st(run.stamps, B, NSTAMP, MAX_CHUNKS);
-            auto at = [&](int bl, int s, int ch) { return st.at(bl, s, ch); };
-            const double t0 = st.earliest(0, 0);
-            std::vector<std::pair<double, int>> ends, waits;
-            for (int bl = 0; bl < B; ++bl) {
-              const int sm = int(st.raw(bl, 5, 0));
-              ends.push_back({(at(bl, 4, p.NC - 1) - t0) * 1e-3, sm});
-              double wsum = 0;
-              for (int ch = 1; ch < p.NC; ++ch) wsum += std::max(0.0, at(bl, 3, ch) - at(bl, 4, ch - 1));
-              waits.push_back({wsum * 1e-3, sm});
-            }
-            std::sort(ends.begin(), ends.end());
-            std::sort(waits.begin(), waits.end());
-            auto pct = [&](const std::vector<std::pair<double, int>>& d, const char* what) {
-              std::printf("    %s (us): min %.2f p10 %.2f p50 %.2f p90 %.2f max %.2f; last (value@sm): ", what, d[0].first, d[B / 10].first,
-                          d[B / 2].first, d[B * 9 / 10].first, d[B - 1].first);
-              for (int i = B - 1; i >= std::max(0, B - 4); --i) std::printf("%.2f@%d ", d[i].first, d[i].second);
-              std::printf("\n");
-            };
-            pct(ends, "walker 0's last walk ends, from the first load");
-            pct(waits, "walker 0's waits for carries between chunks, summed");
             if (p.tagged) {
               double sum = 0, mx = 0;
               for (int bl = 0; bl < B; ++bl)
                 for (int ch = 0; ch < p.NC; ++ch) {
-                  const double a = at(bl, 10, ch);
+                  const double a = st.at(bl, 10, ch);
                   sum += a;
                   mx = std::max(mx, a);
                 }
               std::printf("    tagged exchange: %.2f reads a chunk on average, at most %.0f\n", sum / (double(B) * p.NC), mx);
             }
-            for (int ch = 0; ch < p.NC; ++ch) {
-              double m[NSTAMP] = {}, mx[NSTAMP] = {};
-              for (int bl = 0; bl < B; ++bl)
-                for (int s = 0; s < NSTAMP; ++s) {
-                  if (s == 5 || s == 10) continue;
-                  m[s] += (at(bl, s, ch) - t0) / B;
-                  mx[s] = std::max(mx[s], at(bl, s, ch) - t0);
-                }
-              std::printf("    chunk %2d (us, mean / max): loaded %.2f / %.2f (last warp %.2f), summed %.2f, published %.2f / %.2f, released "
-                          "%.2f / %.2f, exchange read %.2f, carries %.2f, walk %.2f / %.2f to %.2f / %.2f\n",
-                          ch, m[0] * 1e-3, mx[0] * 1e-3, m[6] * 1e-3, m[7] * 1e-3, m[1] * 1e-3, mx[1] * 1e-3, m[2] * 1e-3, mx[2] * 1e-3,
-                          m[8] * 1e-3, m[9] * 1e-3, m[3] * 1e-3, mx[3] * 1e-3, m[4] * 1e-3, mx[4] * 1e-3);
-            }
+            print_stamp_report(st, B, p.NC, NSTAMP, "loaded", "last warp");
           }
         }
       });

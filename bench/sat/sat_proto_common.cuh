@@ -432,8 +432,9 @@ struct region_params {
 };
 
 //! The global buffers of the prototypes whose blocks hold regions of a chunk (canopy-sat-resident,
-//! canopy-sat-pipelined): up to three slots of every region's row sums (up to 258 rows, up to 16
-//! bytes a row), column sums (up to 256 px, 8 bytes a pixel) and total (16 bytes), one
+//! canopy-sat-pipelined, canopy-sat-lookahead): `slots` slots (three unless asked) of every region's
+//! row sums (up to 258 rows, up to 16 bytes a row), column sums (up to 256 px, 8 bytes a pixel) and
+//! total (16 bytes), one
 //! grid-barrier counter a chunk (`max_chunks`), and `nstamp` globaltimer stamps a block and chunk.
 //! `epoch` counts the builds since the counters were cleared.
 struct region_exchange {
@@ -443,8 +444,8 @@ struct region_exchange {
   unsigned* cnt = nullptr;
   unsigned long long* stamps = nullptr;
   unsigned epoch = 0;
-  int max_chunks;
-  region_exchange(int max_chunks_, int nstamp) : max_chunks(max_chunks_) {
+  int max_chunks, slots;
+  region_exchange(int max_chunks_, int nstamp, int slots_ = 3) : max_chunks(max_chunks_), slots(slots_) {
     SAT_PROTO_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     SAT_PROTO_CHECK(cudaMalloc(&rowsum, row_bytes()));
     SAT_PROTO_CHECK(cudaMalloc(&colsum, col_bytes()));
@@ -459,9 +460,9 @@ struct region_exchange {
     cudaFree(cnt);
     cudaFree(stamps);
   }
-  std::size_t row_bytes() const { return std::size_t(3) * sms * 258 * 16; }
-  std::size_t col_bytes() const { return std::size_t(3) * sms * 256 * 8; }
-  std::size_t total_bytes() const { return std::size_t(3) * sms * 16; }
+  std::size_t row_bytes() const { return std::size_t(slots) * sms * 258 * 16; }
+  std::size_t col_bytes() const { return std::size_t(slots) * sms * 256 * 8; }
+  std::size_t total_bytes() const { return std::size_t(slots) * sms * 16; }
   //! Zeroes every slot.
   void clear_slots() {
     SAT_PROTO_CHECK(cudaMemset(rowsum, 0, row_bytes()));
