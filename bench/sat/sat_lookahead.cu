@@ -7,17 +7,22 @@
 // measured that an image row read again about one walk after its first read still comes from L2
 // (a 4K build read 33.3 MB of DRAM either way). So here the sums read the image straight from
 // global memory, ahead of the walkers and independent of the buffers:
-//   - summer warps (K, one a band): chunk c's rows, loaded into registers (after an L2 prefetch
-//     issued one chunk earlier), give row sums, band and region column sums and the total; they
-//     are published to one of six global slots, then red.release on the chunk's counter;
+//   - summer warps (K, one a band): chunk c's rows, loaded into registers (8 rows a lane at a
+//     time), give row sums, band and region column sums and the total; they are published to one
+//     of eight global slots, then red.release on the chunk's counter;
 //   - carrier warps (2): wait for chunk c's counter, read what the carries need with one set of
-//     bulk copies, and make each row's carry (warp 0) and the table row above the region (warp 1);
+//     bulk copies (or, xg, loads from L2), and make each row's carry (warp 0) and the table row
+//     above the region (warp 1);
 //   - walker warps (K): as in canopy-sat-pipelined, from two image buffers loaded by bulk copies
-//     (the second read of the rows, from L2), through tensor bulk stores.
-// Carry slots (band column sums, row carries, the table row above) come in threes, so summers and
-// carriers run up to two chunks ahead of the walkers; an mbarrier a slot says when the walkers have
-// left it. Six exchange slots: a block publishes chunk c only after its walkers finished chunk c - 3,
-// which needs every block's chunk c - 3 published, which needs every block's carries of chunk c - 6.
+//     (the second read of the rows, from L2), through tensor bulk stores, by default with an L2
+//     evict_first hint (sh), which is what keeps the image rows in L2 until that second read.
+// Carry slots (band column sums, row carries, the table row above) come in NS = 3 or 4, so summers
+// and carriers run up to NS - 1 chunks ahead of the walkers; an mbarrier a slot says when the
+// walkers have left it. Eight exchange slots: a block publishes chunk c only after its walkers
+// finished chunk c - NS, which needs every block's chunk c - NS published, which needs every
+// block's carries of chunk c - 2 NS.
+// Options (measured, docs/sat.md): pf, an L2 prefetch of the next chunk's rows; ahead, the next
+// chunk's first rows loaded before this one is published; ll, evict_last on the summers' loads.
 // Modes: "exact"; "nostore" (everything but the table stores; not checked), "empty" (set-up only).
 // Tables are checked exactly against a CPU reference (random and all-255 images); timings are
 // medians against a device-to-device copy of a table-sized buffer in the same run.
