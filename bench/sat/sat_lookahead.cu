@@ -204,29 +204,14 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
         if (rb != r0 || !p.ahead) load_batch(top, rb, r1);  // (ahead: the first batch is in v already)
 #pragma unroll
         for (int g = 0; g < MAXB; g += 4) {  // four rows at a time: four independent reductions
-          std::uint32_t sRB[4], sGA[4];
+          std::uint32_t sRB[4], sGA[4], words[4][8];
 #pragma unroll
           for (int q = 0; q < 4; ++q) {
             const uint4 a = v[g + q][0], b = v[g + q][1];
-            const std::uint32_t words[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-            sRB[q] = 0;
-            sGA[q] = 0;
-#pragma unroll
-            for (int i = 0; i < 8; ++i) {
-              const std::uint32_t x = words[i] & 0x00FF00FFu, y = (words[i] >> 8) & 0x00FF00FFu;
-              bRB[i] += x;
-              bGA[i] += y;
-              sRB[q] += x;
-              sGA[q] += y;
-            }
+            words[q][0] = a.x, words[q][1] = a.y, words[q][2] = a.z, words[q][3] = a.w;
+            words[q][4] = b.x, words[q][5] = b.y, words[q][6] = b.z, words[q][7] = b.w;
           }
-#pragma unroll
-          for (int o = 16; o; o >>= 1)
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              sRB[q] += __shfl_xor_sync(~0u, sRB[q], o);
-              sGA[q] += __shfl_xor_sync(~0u, sGA[q], o);
-            }
+          sum_four_rows(words, bRB, bGA, sRB, sGA);
 #pragma unroll
           for (int q = 0; q < 4; ++q)
             if (rb + g + q < r1) {
@@ -302,62 +287,33 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
       if (rows && lane == 0) stamp(8, c);
       if (c >= NS) mbar_wait(&freed[s], unsigned((c - NS) / NS) & 1u);
       if (rows) {  // Rl[r]: rows 0..r of the region, left of it
-        uint4* rl = rl_s + std::size_t(s) * p.RHmax;
-        uint4 carry = make_uint4(0, 0, 0, 0);
-        for (int r0 = 0; r0 < n; r0 += 32) {
-          const int r = r0 + lane;
+        const uint2* g = p.rowsum + (slotbase + std::size_t(I) * p.Gx) * p.RHs;
+        row_carries(n, lane, rl_s + std::size_t(s) * p.RHmax, [&](int r) {
           uint4 sum = make_uint4(0, 0, 0, 0);
-          if (r < n) {
-            if (p.xg) {
-              const uint2* g = p.rowsum + (slotbase + std::size_t(I) * p.Gx) * p.RHs + r;
+          if (p.xg) {
 #pragma unroll 8
-              for (int j = 0; j < J; ++j) sum = add4(sum, rgba_of_pairs(__ldcg(g + std::size_t(j) * p.RHs)));
-            } else {
-              for (int j = 0; j < J; ++j) sum = add4(sum, rgba_of_pairs(xrow[j * p.RHs + r]));
-            }
+            for (int j = 0; j < J; ++j) sum = add4(sum, rgba_of_pairs(__ldcg(g + std::size_t(j) * p.RHs + r)));
+          } else {
+            for (int j = 0; j < J; ++j) sum = add4(sum, rgba_of_pairs(xrow[j * p.RHs + r]));
           }
-          sum = add4(warp_inclusive_sum4(sum, lane), carry);
-          if (r < n) rl[r] = sum;
-          carry = shfl4(sum, 31);
-        }
+          return sum;
+        });
       } else {  // Tinit[x]: the table row above the region
-        uint4 a = make_uint4(0, 0, 0, 0), all = a;
-        for (int idx = lane; idx < p.Gy * J; idx += 32) {
-          const int i = idx / J, j = idx % J;
-          const uint4 t = p.xg ? __ldcg(p.total + slotbase + std::size_t(i) * p.Gx + j) : xtot[i * p.Gx + j];
-          all = add4(all, t);
-          if (i < I) a = add4(a, t);
-        }
-        a = warp_sum4(a);
-        all = warp_sum4(all);
-        uint4 ab[8];
+        table_row_above(
+            p.Gy, I, J, lane, coltop, leftabove, tinit + std::size_t(s) * RW,
+            [&](int i, int j) { return p.xg ? __ldcg(p.total + slotbase + std::size_t(i) * p.Gx + j) : xtot[i * p.Gx + j]; },
+            [&](int ii, uint4(&q)[8]) {
+              const uint4* cs = reinterpret_cast<const uint4*>(xcol + std::size_t(ii) * RW + 8 * lane);
+              const uint4* gs = reinterpret_cast<const uint4*>(p.colsum + (slotbase + std::size_t(ii) * p.Gx + J) * RW + 8 * lane);
+              uint4 tt[4];
 #pragma unroll
-        for (int i = 0; i < 8; ++i) ab[i] = coltop[i];
-        for (int ii = 0; ii < p.Gy; ++ii) {
-          const uint4* cs = reinterpret_cast<const uint4*>(xcol + std::size_t(ii) * RW + 8 * lane);
-          const uint4* gs = reinterpret_cast<const uint4*>(p.colsum + (slotbase + std::size_t(ii) * p.Gx + J) * RW + 8 * lane);
-          uint4 tt[4];
+              for (int h = 0; h < 4; ++h) tt[h] = p.xg ? __ldcg(gs + h) : cs[h];
 #pragma unroll
-          for (int h = 0; h < 4; ++h) tt[h] = p.xg ? __ldcg(gs + h) : cs[h];
-#pragma unroll
-          for (int h = 0; h < 4; ++h) {
-            const uint4 t = tt[h];
-            const uint4 q0 = rgba_of_pairs(t.x, t.y), q1 = rgba_of_pairs(t.z, t.w);
-            if (ii < I) {
-              ab[2 * h] = add4(ab[2 * h], q0);
-              ab[2 * h + 1] = add4(ab[2 * h + 1], q1);
-            }
-            coltop[2 * h] = add4(coltop[2 * h], q0);
-            coltop[2 * h + 1] = add4(coltop[2 * h + 1], q1);
-          }
-        }
-#pragma unroll
-        for (int i = 1; i < 8; ++i) ab[i] = add4(ab[i], ab[i - 1]);
-        const uint4 off = add4(add4(leftabove, a), warp_exclusive_sum4(ab[7], lane));
-        uint4* ti = tinit + std::size_t(s) * RW;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) ti[swz8(lane, i)] = add4(ab[i], off);
-        leftabove = add4(leftabove, all);
+              for (int h = 0; h < 4; ++h) {
+                q[2 * h] = rgba_of_pairs(tt[h].x, tt[h].y);
+                q[2 * h + 1] = rgba_of_pairs(tt[h].z, tt[h].w);
+              }
+            });
       }
       named_barrier(2, 64);  // both carriers are done with the exchange's bytes
       if (rows && lane == 0) stamp(9, c);
@@ -455,18 +411,7 @@ struct runner : region_exchange {
     p.xg = c.xg;
     p.sh = c.sh;
     p.ll = c.ll;
-    p.RH0 = c.RH0;
-    p.RH = c.RH;
-    const int R0 = p.Gy * c.RH0, R = p.Gy * c.RH;
-    int last_start;
-    p.NC = chunks_of(H, R0, R, last_start);
-    p.RHL = (H - last_start + p.Gy - 1) / p.Gy;
-    p.RHmax = std::max({c.RH0, c.RH, p.RHL});
-    if (p.RHmax > 257) {
-      why = "the last chunk has " + std::to_string(p.RHL) + " rows a region";
-      return false;
-    }
-    p.RHs = (p.RHmax + 1) & ~1;
+    if (!plan_chunks(p, c.RH0, c.RH, why)) return false;
     smem = layout(p.RHmax, p.RHs, c.K, c.D, p.Gx, p.Gy, c.NS, c.xg).bytes + 1024;  // + the alignment slack
     if (!fits(p.Gx, p.NC, reinterpret_cast<const void*>(sat_lookahead), (2 * c.K + 2) * 32, smem, why)) return false;
     return table_tensor_map("canopy-sat-lookahead", tab, W, H, tm, why);
@@ -489,45 +434,9 @@ int main(int argc, char** argv) {
       "4:2:3:5:2:1:1:3:0:0:1,3:3:2:7:1:0:0:4:1:1,6:8:4:9:3:1:0:4:1:0:1,6:1:9:13:2:1:0:3:0:1,7:2:3:21:1:1:1:4:0:1:1,1:3:3:2:1:0:0:3:1:0,5:1:30:17:1:1:1:4:0:0,7:1:9:60:1:0:1:3:1:1:1,2:2:5:40:1:0:0:4:0:1:0",
       {{256, 1}, {256, 33}, {1024, 100}, {512, 47}, {2048, 300}, {768, 1000}, {3840, 2160}, {7680, 4320}}, parse_configs,
       [](test_image& ti, bool timed, const std::vector<config>& configs, bool& all_ok) {
-        const int w = ti.w, h = ti.h;
-        runner run(w, h);
-        for (const config& c : configs) {
-          params p;
-          CUtensorMap tm;
-          std::size_t smem;
-          std::string why;
-          const std::string cname = name_of(c);
-          if (!run.plan(c, ti.dimg, ti.dtab, p, tm, smem, why)) {
-            std::printf("  %dx%d %s: not run (%s)\n", w, h, cname.c_str(), why.c_str());
-            continue;
-          }
-          const int modes[] = {0, 2, 3};
-          for (int mi = 0; mi < (timed ? 3 : 1); ++mi) {
-            const int mode = modes[mi];
-            const char* name = mode == 0 ? "exact" : mode == 2 ? "nostore" : "empty";
-            auto check = [&](const char* when) {
-              if (mode == 0) return ti.table_exact(std::string(name) + " " + cname, when, all_ok);
-              CK(cudaGetLastError());
-              CK(cudaDeviceSynchronize());
-              return true;
-            };
-            CK(cudaMemset(ti.dtab, 0xAB, ti.npx * 16));
-            run.launch(tm, p, smem, mode);
-            const bool ok1 = check("on its first build");
-            if (!timed) {
-              if (ok1) std::printf("  %dx%d%s %s %s (%dx%d blocks, %d chunks): exact\n", w, h, ti.label(), name, cname.c_str(), p.Gx, p.Gy, p.NC);
-              continue;
-            }
-            const double t = timed_us([&] { run.launch(tm, p, smem, mode); });
-            const bool ok2 = check("after the timed builds");
-            std::printf("  %-7s K:Gy:RH0:RH:D:pf:ahead:NS:xg:sh:ll %s (%dx%d blocks, %d chunks, %zu B smem): %.1f us = %.1f%% of copy (%s)\n", name, cname.c_str(),
-                        p.Gx, p.Gy, p.NC, smem, t, 100.0 * ti.bytes / t * 1e-3 / ti.copy_gbps,
-                        mode ? "not checked" : (ok1 && ok2 ? "exact" : "WRONG"));
-            if (mode == 3) continue;
-            run.launch(tm, p, smem, mode, true);
-            const int B = p.Gx * p.Gy;
-            print_stamp_report(stamp_table(run.stamps, B, NSTAMP, MAX_CHUNKS), B, p.NC, NSTAMP, "sums start", "walker 0's buffer");
-          }
-        }
+        run_region_configs<runner, params>(ti, timed, configs, all_ok, "K:Gy:RH0:RH:D:pf:ahead:NS:xg:sh:ll", name_of, [](runner& run, const params& p) {
+          const int B = p.Gx * p.Gy;
+          print_stamp_report(stamp_table(run.stamps, B, NSTAMP, MAX_CHUNKS), B, p.NC, NSTAMP, "sums start", "walker 0's buffer");
+        });
       });
 }

@@ -225,31 +225,17 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
         int r0, r1;
         band_rows(k, K, rh, n, r0, r1);
         for (int r = r0; r < r1; r += 4) {  // four rows at a time: four independent reductions
-          std::uint32_t sRB[4], sGA[4];
+          std::uint32_t sRB[4], sGA[4], v[4][8];
 #pragma unroll
           for (int q = 0; q < 4; ++q) {
-            sRB[q] = 0;
-            sGA[q] = 0;
             if (r + q < r1) {
-              std::uint32_t v[8];
-              row_words(buf, r + q, lane, v);
+              row_words(buf, r + q, lane, v[q]);
+            } else {
 #pragma unroll
-              for (int i = 0; i < 8; ++i) {
-                const std::uint32_t x = v[i] & 0x00FF00FFu, y = (v[i] >> 8) & 0x00FF00FFu;
-                bRB[i] += x;
-                bGA[i] += y;
-                sRB[q] += x;
-                sGA[q] += y;
-              }
+              for (int i = 0; i < 8; ++i) v[q][i] = 0;
             }
           }
-#pragma unroll
-          for (int o = 16; o; o >>= 1)
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              sRB[q] += __shfl_xor_sync(~0u, sRB[q], o);
-              sGA[q] += __shfl_xor_sync(~0u, sGA[q], o);
-            }
+          sum_four_rows(v, bRB, bGA, sRB, sGA);
 #pragma unroll
           for (int q = 0; q < 4; ++q)
             if (r + q < r1) {
@@ -342,69 +328,41 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
       }
       if (threadIdx.x == 0) stamp(8, c);
       uint4* rl = rl_s + std::size_t(b) * p.RHmax;
-      if (w == 0) {  // Rl[r]: rows 0..r of the region, left of it
-        uint4 carry = make_uint4(0, 0, 0, 0);
-        for (int r0 = 0; r0 < n; r0 += 32) {
-          const int r = r0 + lane;
+      if (w == 0)  // Rl[r]: rows 0..r of the region, left of it
+        row_carries(n, lane, rl, [&](int r) {
           uint4 s = make_uint4(0, 0, 0, 0);
-          if (r < n)
-            for (int j = 0; j < J; ++j) {
-              if constexpr (TAGGED) {
-                const ulonglong2 t = xrow64[j * p.RHs + r];
-                s = add4(s, rgba_of_pairs(unsigned(t.x), unsigned(t.y)));
-              } else {
-                s = add4(s, rgba_of_pairs(xrow[j * p.RHs + r]));
-              }
-            }
-          s = add4(warp_inclusive_sum4(s, lane), carry);
-          if (r < n) rl[r] = s;
-          carry = shfl4(s, 31);
-        }
-      }
-      if (w == tw) {  // Tinit[x]: the table row above the region
-        uint4 a = make_uint4(0, 0, 0, 0), all = a;
-        for (int idx = lane; idx < p.Gy * J; idx += 32) {
-          const int i = idx / J, j = idx % J;
-          const uint4 t = TAGGED ? total_of(xtot64[2 * (i * p.Gx + j)], xtot64[2 * (i * p.Gx + j) + 1]) : xtot[i * p.Gx + j];
-          all = add4(all, t);
-          if (i < I) a = add4(a, t);
-        }
-        a = warp_sum4(a);
-        all = warp_sum4(all);
-        uint4 ab[8];
-#pragma unroll
-        for (int i = 0; i < 8; ++i) ab[i] = coltop[i];
-        for (int ii = 0; ii < p.Gy; ++ii) {
-          const uint4* cs = reinterpret_cast<const uint4*>(xcol + std::size_t(ii) * RW + 8 * lane);
-          const ulonglong2* cs64 = reinterpret_cast<const ulonglong2*>(xcol64 + std::size_t(ii) * RW + 8 * lane);
-#pragma unroll
-          for (int h = 0; h < 4; ++h) {
-            uint4 q0, q1;
+          for (int j = 0; j < J; ++j) {
             if constexpr (TAGGED) {
-              const ulonglong2 t = cs64[h];
-              q0 = col_of(t.x);
-              q1 = col_of(t.y);
+              const ulonglong2 t = xrow64[j * p.RHs + r];
+              s = add4(s, rgba_of_pairs(unsigned(t.x), unsigned(t.y)));
             } else {
-              const uint4 t = cs[h];
-              q0 = rgba_of_pairs(t.x, t.y);
-              q1 = rgba_of_pairs(t.z, t.w);
+              s = add4(s, rgba_of_pairs(xrow[j * p.RHs + r]));
             }
-            if (ii < I) {
-              ab[2 * h] = add4(ab[2 * h], q0);
-              ab[2 * h + 1] = add4(ab[2 * h + 1], q1);
-            }
-            coltop[2 * h] = add4(coltop[2 * h], q0);
-            coltop[2 * h + 1] = add4(coltop[2 * h + 1], q1);
           }
-        }
+          return s;
+        });
+      if (w == tw)  // Tinit[x]: the table row above the region
+        table_row_above(
+            p.Gy, I, J, lane, coltop, leftabove, tinit + std::size_t(b) * RW,
+            [&](int i, int j) {
+              return TAGGED ? total_of(xtot64[2 * (i * p.Gx + j)], xtot64[2 * (i * p.Gx + j) + 1]) : xtot[i * p.Gx + j];
+            },
+            [&](int ii, uint4(&q)[8]) {
+              const uint4* cs = reinterpret_cast<const uint4*>(xcol + std::size_t(ii) * RW + 8 * lane);
+              const ulonglong2* cs64 = reinterpret_cast<const ulonglong2*>(xcol64 + std::size_t(ii) * RW + 8 * lane);
 #pragma unroll
-        for (int i = 1; i < 8; ++i) ab[i] = add4(ab[i], ab[i - 1]);
-        const uint4 off = add4(add4(leftabove, a), warp_exclusive_sum4(ab[7], lane));
-        uint4* ti = tinit + std::size_t(b) * RW;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) ti[swz8(lane, i)] = add4(ab[i], off);
-        leftabove = add4(leftabove, all);
-      }
+              for (int h = 0; h < 4; ++h) {
+                if constexpr (TAGGED) {
+                  const ulonglong2 t = cs64[h];
+                  q[2 * h] = col_of(t.x);
+                  q[2 * h + 1] = col_of(t.y);
+                } else {
+                  const uint4 t = cs[h];
+                  q[2 * h] = rgba_of_pairs(t.x, t.y);
+                  q[2 * h + 1] = rgba_of_pairs(t.z, t.w);
+                }
+              }
+            });
       named_barrier(1, P * 32);  // the exchange's bytes are the next chunk's regcol
       if (threadIdx.x == 0) stamp(9, c);
       mbar_arrive(&ready[b]);
@@ -502,14 +460,7 @@ struct runner : region_exchange {
     p.tagged = c.tagged;
     p.pre = c.pre;
     p.sh = c.sh;
-    p.RH0 = c.RH0;
-    p.RH = c.RH;
-    const int R0 = p.Gy * c.RH0, R = p.Gy * c.RH;
-    int last_start;
-    p.NC = chunks_of(H, R0, R, last_start);
-    p.RHL = (H - last_start + p.Gy - 1) / p.Gy;
-    p.RHmax = std::max({c.RH0, c.RH, p.RHL});
-    p.RHs = (p.RHmax + 1) & ~1;
+    if (!plan_chunks(p, c.RH0, c.RH, why)) return false;
     smem = layout(p.RHmax, p.RHs, c.P, c.K, c.D, p.Gx, p.Gy, c.tagged).bytes + 1024;  // + the alignment slack
     if (!fits(p.Gx, p.NC, kernel_for(c.tagged), (c.P + c.K) * 32, smem, why)) return false;
     clear_slots();  // tagged words of an earlier plan must not pass for current ones
@@ -534,56 +485,20 @@ int main(int argc, char** argv) {
       "4:6:4:16:70,4:6:4:16:64:1:1:1", "2:4:2:3:5:2:1,1:3:3:2:7:1:0,4:8:8:4:9:3:1,2:6:1:9:13:2:1,2:4:2:3:5:1:1:1,1:3:3:2:7:2:1:1,3:6:1:9:13:1:1:1,2:4:2:3:5:1:1:0:1:1,3:6:1:9:13:1:1:0:2:0",
       {{256, 1}, {256, 33}, {1024, 100}, {512, 47}, {2048, 300}, {768, 1000}, {3840, 2160}, {7680, 4320}}, parse_configs,
       [](test_image& ti, bool timed, const std::vector<config>& configs, bool& all_ok) {
-        const int w = ti.w, h = ti.h;
-        runner run(w, h);
-        for (const config& c : configs) {
-          params p;
-          CUtensorMap tm;
-          std::size_t smem;
-          std::string why;
-          const std::string cname = name_of(c);
-          if (!run.plan(c, ti.dimg, ti.dtab, p, tm, smem, why)) {
-            std::printf("  %dx%d %s: not run (%s)\n", w, h, cname.c_str(), why.c_str());
-            continue;
+        run_region_configs<runner, params>(ti, timed, configs, all_ok, "P:K:Gy:RH0:RH:D:store:tagged", name_of, [](runner& run, const params& p) {
+          const int B = p.Gx * p.Gy;
+          const stamp_table st(run.stamps, B, NSTAMP, MAX_CHUNKS);
+          if (p.tagged) {
+            double sum = 0, mx = 0;
+            for (int bl = 0; bl < B; ++bl)
+              for (int ch = 0; ch < p.NC; ++ch) {
+                const double a = st.at(bl, 10, ch);
+                sum += a;
+                mx = std::max(mx, a);
+              }
+            std::printf("    tagged exchange: %.2f reads a chunk on average, at most %.0f\n", sum / (double(B) * p.NC), mx);
           }
-          const int modes[] = {0, 2, 3};
-          for (int mi = 0; mi < (timed ? 3 : 1); ++mi) {
-            const int mode = modes[mi];
-            const char* name = mode == 0 ? "exact" : mode == 2 ? "nostore" : "empty";
-            auto check = [&](const char* when) {
-              if (mode == 0) return ti.table_exact(std::string(name) + " " + cname, when, all_ok);
-              CK(cudaGetLastError());
-              CK(cudaDeviceSynchronize());
-              return true;
-            };
-            CK(cudaMemset(ti.dtab, 0xAB, ti.npx * 16));
-            run.launch(tm, p, smem, mode);
-            const bool ok1 = check("on its first build");
-            if (!timed) {
-              if (ok1) std::printf("  %dx%d%s %s %s (%dx%d blocks, %d chunks): exact\n", w, h, ti.label(), name, cname.c_str(), p.Gx, p.Gy, p.NC);
-              continue;
-            }
-            const double t = timed_us([&] { run.launch(tm, p, smem, mode); });
-            const bool ok2 = check("after the timed builds");
-            std::printf("  %-7s P:K:Gy:RH0:RH:D:store:tagged %s (%dx%d blocks, %d chunks, %zu B smem): %.1f us = %.1f%% of copy (%s)\n", name,
-                        cname.c_str(), p.Gx, p.Gy, p.NC, smem, t, 100.0 * ti.bytes / t * 1e-3 / ti.copy_gbps,
-                        mode ? "not checked" : (ok1 && ok2 ? "exact" : "WRONG"));
-            if (mode == 3) continue;
-            run.launch(tm, p, smem, mode, true);
-            const int B = p.Gx * p.Gy;
-            const stamp_table st(run.stamps, B, NSTAMP, MAX_CHUNKS);
-            if (p.tagged) {
-              double sum = 0, mx = 0;
-              for (int bl = 0; bl < B; ++bl)
-                for (int ch = 0; ch < p.NC; ++ch) {
-                  const double a = st.at(bl, 10, ch);
-                  sum += a;
-                  mx = std::max(mx, a);
-                }
-              std::printf("    tagged exchange: %.2f reads a chunk on average, at most %.0f\n", sum / (double(B) * p.NC), mx);
-            }
-            print_stamp_report(st, B, p.NC, NSTAMP, "loaded", "last warp");
-          }
-        }
+          print_stamp_report(st, B, p.NC, NSTAMP, "loaded", "last warp");
+        });
       });
 }

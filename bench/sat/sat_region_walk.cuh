@@ -68,6 +68,82 @@ __device__ __forceinline__ void row_words(const std::uint32_t* buf, int r, int l
   v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
 }
 
+//! Adds four rows (8 px a lane each, as words) to a band's column sums bRB / bGA and leaves each
+//! row's sum over the warp in sRB / sGA (R|B, G|A pairs, in every lane): four independent
+//! butterfly reductions. A row past the band is all zeros.
+__device__ __forceinline__ void sum_four_rows(const std::uint32_t (&v)[4][8], std::uint32_t (&bRB)[8], std::uint32_t (&bGA)[8],
+                                              std::uint32_t (&sRB)[4], std::uint32_t (&sGA)[4]) {
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    sRB[q] = 0;
+    sGA[q] = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const std::uint32_t x = v[q][i] & 0x00FF00FFu, y = (v[q][i] >> 8) & 0x00FF00FFu;
+      bRB[i] += x;
+      bGA[i] += y;
+      sRB[q] += x;
+      sGA[q] += y;
+    }
+  }
+#pragma unroll
+  for (int o = 16; o; o >>= 1)
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      sRB[q] += __shfl_xor_sync(~0u, sRB[q], o);
+      sGA[q] += __shfl_xor_sync(~0u, sGA[q], o);
+    }
+}
+//! One warp: rl[r] for the region's n rows = rows 0..r of the image left of the region.
+//! row_left(r) is row r's sum over the regions to the left.
+template <class RowLeft>
+__device__ __forceinline__ void row_carries(int n, int lane, uint4* rl, RowLeft row_left) {
+  uint4 carry = make_uint4(0, 0, 0, 0);
+  for (int r0 = 0; r0 < n; r0 += 32) {
+    const int r = r0 + lane;
+    uint4 s = make_uint4(0, 0, 0, 0);
+    if (r < n) s = row_left(r);
+    s = add4(warp_inclusive_sum4(s, lane), carry);
+    if (r < n) rl[r] = s;
+    carry = shfl4(s, 31);
+  }
+}
+//! One warp: the table row above region (I, J) of a chunk of Gy region rows, into ti (8 px a lane,
+//! swz8). coltop holds the region column's sums above the chunk and leftabove the sum above the
+//! chunk left of the region; both move on to the next chunk here. total(i, j) is region (i, j)'s
+//! total (j < J); columns(i, q) gives region (i, J)'s column sums of the lane's 8 pixels.
+template <class Total, class Columns>
+__device__ __forceinline__ void table_row_above(int Gy, int I, int J, int lane, uint4 (&coltop)[8], uint4& leftabove, uint4* ti,
+                                                Total total, Columns columns) {
+  uint4 a = make_uint4(0, 0, 0, 0), all = a;
+  for (int idx = lane; idx < Gy * J; idx += 32) {
+    const int i = idx / J, j = idx % J;
+    const uint4 t = total(i, j);
+    all = add4(all, t);
+    if (i < I) a = add4(a, t);
+  }
+  a = warp_sum4(a);
+  all = warp_sum4(all);
+  uint4 ab[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) ab[i] = coltop[i];
+  for (int ii = 0; ii < Gy; ++ii) {
+    uint4 q[8];
+    columns(ii, q);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      if (ii < I) ab[i] = add4(ab[i], q[i]);
+      coltop[i] = add4(coltop[i], q[i]);
+    }
+  }
+#pragma unroll
+  for (int i = 1; i < 8; ++i) ab[i] = add4(ab[i], ab[i - 1]);
+  const uint4 off = add4(add4(leftabove, a), warp_exclusive_sum4(ab[7], lane));
+#pragma unroll
+  for (int i = 0; i < 8; ++i) ti[swz8(lane, i)] = add4(ab[i], off);
+  leftabove = add4(leftabove, all);
+}
+
 //! One walker warp's band of a chunk: rows [r0, r1) of the region in `buf`, written to the table
 //! through the warp's D staging rows. The table row above the band is Tinit (`tinit`, swizzled)
 //! plus the column sums of the bands before it (`bandcol`, [k][RW] uint2 R|B, G|A pairs at
@@ -193,6 +269,22 @@ struct band_walk {
   }
 };
 
+//! Cuts p's H rows into chunks of Gy regions: RH0 rows a region in chunk 0, RH in later ones; sets
+//! p.NC, p.RH0, p.RH, p.RHL (the last chunk's rows, spread evenly), p.RHmax and p.RHs (RHmax rounded
+//! up to even). Says why not (a region of more than 257 rows: 16-bit column sums).
+template <class Params>
+inline bool plan_chunks(Params& p, int RH0, int RH, std::string& why) {
+  p.RH0 = RH0;
+  p.RH = RH;
+  int last_start;
+  p.NC = region_exchange::chunks_of(p.H, p.Gy * RH0, p.Gy * RH, last_start);
+  p.RHL = (p.H - last_start + p.Gy - 1) / p.Gy;
+  p.RHmax = std::max({RH0, RH, p.RHL});
+  p.RHs = (p.RHmax + 1) & ~1;
+  if (p.RHmax > 257) why = "the last chunk has " + std::to_string(p.RHL) + " rows a region";
+  return why.empty();
+}
+
 //! cuTensorMapEncodeTiled through the runtime's driver entry point (no -lcuda).
 inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(const char* program) {
   static PFN_cuTensorMapEncodeTiled_v12000 f = nullptr;
@@ -260,6 +352,55 @@ inline void print_stamp_report(const stamp_table& st, int B, int NC, int nstamp,
                 "%.2f / %.2f, exchange read %.2f, carries %.2f, walk %.2f / %.2f to %.2f / %.2f\n",
                 ch, first, m[0] * 1e-3, mx[0] * 1e-3, second, m[6] * 1e-3, m[7] * 1e-3, m[1] * 1e-3, mx[1] * 1e-3, m[2] * 1e-3, mx[2] * 1e-3,
                 m[8] * 1e-3, m[9] * 1e-3, m[3] * 1e-3, mx[3] * 1e-3, m[4] * 1e-3, mx[4] * 1e-3);
+  }
+}
+
+//! The checked and timed runs of the region prototypes' configurations on one test image (the
+//! run_prototype body of canopy-sat-pipelined and canopy-sat-lookahead). Runner(w, h) plans a
+//! configuration (plan(c, img, tab, p, tm, smem, why)) and launches a build (launch(tm, p, smem,
+//! mode, stamped)); modes 0 exact, 2 nostore and 3 empty are run, exact ones checked against the
+//! reference on the first build and after the timed ones. `fields` names the configuration's
+//! fields in the report; report(run, p) prints what a stamped build of a timed size recorded.
+template <class Runner, class Params, class Config, class NameOf, class Report>
+void run_region_configs(test_image& ti, bool timed, const std::vector<Config>& configs, bool& all_ok, const char* fields, NameOf name_of,
+                        Report report) {
+  const int w = ti.w, h = ti.h;
+  Runner run(w, h);
+  for (const Config& c : configs) {
+    Params p;
+    CUtensorMap tm;
+    std::size_t smem;
+    std::string why;
+    const std::string cname = name_of(c);
+    if (!run.plan(c, ti.dimg, ti.dtab, p, tm, smem, why)) {
+      std::printf("  %dx%d %s: not run (%s)\n", w, h, cname.c_str(), why.c_str());
+      continue;
+    }
+    const int modes[] = {0, 2, 3};
+    for (int mi = 0; mi < (timed ? 3 : 1); ++mi) {
+      const int mode = modes[mi];
+      const char* name = mode == 0 ? "exact" : mode == 2 ? "nostore" : "empty";
+      auto check = [&](const char* when) {
+        if (mode == 0) return ti.table_exact(std::string(name) + " " + cname, when, all_ok);
+        SAT_PROTO_CHECK(cudaGetLastError());
+        SAT_PROTO_CHECK(cudaDeviceSynchronize());
+        return true;
+      };
+      SAT_PROTO_CHECK(cudaMemset(ti.dtab, 0xAB, ti.npx * 16));
+      run.launch(tm, p, smem, mode);
+      const bool ok1 = check("on its first build");
+      if (!timed) {
+        if (ok1) std::printf("  %dx%d%s %s %s (%dx%d blocks, %d chunks): exact\n", w, h, ti.label(), name, cname.c_str(), p.Gx, p.Gy, p.NC);
+        continue;
+      }
+      const double t = timed_us([&] { run.launch(tm, p, smem, mode); });
+      const bool ok2 = check("after the timed builds");
+      std::printf("  %-7s %s %s (%dx%d blocks, %d chunks, %zu B smem): %.1f us = %.1f%% of copy (%s)\n", name, fields, cname.c_str(), p.Gx,
+                  p.Gy, p.NC, smem, t, 100.0 * ti.bytes / t * 1e-3 / ti.copy_gbps, mode ? "not checked" : (ok1 && ok2 ? "exact" : "WRONG"));
+      if (mode == 3) continue;
+      run.launch(tm, p, smem, mode, true);
+      report(run, p);
+    }
   }
 }
 
