@@ -21,6 +21,8 @@
 // walkers have left it. Eight exchange slots: a block publishes chunk c only after its walkers
 // finished chunk c - NS, which needs every block's chunk c - NS published, which needs every
 // block's carries of chunk c - 2 NS.
+// Loads: each walker refills its own band of the buffer with chunk c + 2 as soon as it has walked
+// chunk c (bl; the last walker done refills every band where the bands move between the chunks).
 // Options (measured, docs/sat.md): pf, an L2 prefetch of the next chunk's rows; ahead, the next
 // chunk's first rows loaded before this one is published; ll, evict_last on the summers' loads.
 // Modes: "exact"; "nostore" (everything but the table stores; not checked), "empty" (set-up only).
@@ -45,6 +47,7 @@ constexpr int MAX_WARPS = 16;
 constexpr int MAXNS = 4;       // carry slots in shared memory: NS = 3 or 4
 constexpr int XS = 2 * MAXNS;  // exchange slots in global memory
 constexpr int MAXB = 8;  // rows a summer lane holds at once
+constexpr int MAXK = 7;  // walkers (and summers) a block
 // Stamps a chunk: 0 summers start (summer 0), 1 published, 2 released (carrier 0 saw the counter),
 // 3 walk start, 4 walk end (walker 0), 5 SM id (chunk 0 only), 6 walker 0's buffer loaded, 7 summed
 // (the summers' first barrier), 8 the exchange's reads arrived, 9 carries ready.
@@ -58,6 +61,8 @@ struct params : region_params {
   int xg;                  // the carriers' exchange reads: 0 one set of bulk copies, 1 loads from L2
   int sh;                  // 1: the table's tensor stores carry an L2 evict_first hint
   int ll;                  // 1: the summers' loads carry an L2 evict_last hint
+  int bl;                  // 1: each walker refills its own band's rows of the buffer as soon as it is done with them
+                           // (when chunk c + 2 has chunk c's rows a region); 0: the last walker done refills all bands
   int RH0, RH, RHL, RHmax;  // rows a region: chunk 0, later chunks, the last chunk; the most
   int RHs;                 // RHmax rounded up to even: the row sums' stride
 };
@@ -87,8 +92,8 @@ struct layout {
     if (!xg) o += std::size_t(Gy) * Gx * 16;
     wtot = o;  // [K] uint4: band totals
     o += std::size_t(K) * 16;
-    mbar = o;  // load[2], ready[MAXNS], freed[MAXNS], exchange; then done[2] (u32 counters)
-    o += std::size_t(2 + 2 * MAXNS + 1) * 8 + 8;
+    mbar = o;  // load[2][MAXK], ready[MAXNS], freed[MAXNS], exchange; then done[2] (u32 counters)
+    o += std::size_t(2 * MAXK + 2 * MAXNS + 1) * 8 + 8;
     bytes = o;
   }
 };
@@ -109,8 +114,8 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
   uint4* tinit = reinterpret_cast<uint4*>(smem + L.tinit);
   uint4* rl_s = reinterpret_cast<uint4*>(smem + L.rl);
   uint4* wtot = reinterpret_cast<uint4*>(smem + L.wtot);
-  std::uint64_t* loadbar = reinterpret_cast<std::uint64_t*>(smem + L.mbar);  // [2]
-  std::uint64_t* ready = loadbar + 2;                                         // [MAXNS]
+  std::uint64_t* loadbar = reinterpret_cast<std::uint64_t*>(smem + L.mbar);  // [2][MAXK]: band k's rows of buffer b
+  std::uint64_t* ready = loadbar + 2 * MAXK;                                  // [MAXNS]
   std::uint64_t* freed = ready + MAXNS;                                       // [MAXNS]
   std::uint64_t* xbar = freed + MAXNS;                                        // the exchange's copies
   unsigned* done = reinterpret_cast<unsigned*>(xbar + 1);                     // [2]: walkers done with a buffer
@@ -124,7 +129,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
   };
   if (threadIdx.x == 0) {
     for (int b = 0; b < 2; ++b) {
-      mbar_init(&loadbar[b]);
+      for (int k = 0; k < MAXK; ++k) mbar_init(&loadbar[b * MAXK + k]);
       done[b] = 0;
     }
     for (int s = 0; s < MAXNS; ++s) {
@@ -138,22 +143,28 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
   __syncthreads();
   if (p.mode == 3) return;
 
-  // Bulk copies of chunk c's region rows into buffer c & 1 (one thread). Chunks 0 and 1 are
-  // requested here; chunk c + 2 by the last walker done with chunk c.
-  auto load_chunk = [&](int c) {
+  // Bulk copies of band k's rows of chunk c into buffer c & 1, on loadbar[c & 1][k], a row a lane of
+  // the calling warp. Each walker requests its band of chunks 0 and 1 at the start, and of chunk
+  // c + 2 once it is done with chunk c (bl) or, where the bands move, the last walker done with
+  // chunk c requests every band.
+  auto load_band = [&](int c, int k) {
     const int b = c & 1;
-    int start, rh;
+    int start, rh, r0, r1;
     chunk_geometry(p, c, start, rh);
-    const int top = start + I * rh, n = std::max(0, std::min(rh, p.H - top));
+    const int top = start + I * rh;
+    band_rows(k, K, rh, std::max(0, std::min(rh, p.H - top)), r0, r1);
+    std::uint64_t* m = &loadbar[b * MAXK + k];
     std::uint32_t* buf = img_s + std::size_t(b) * p.RHmax * RW;
     const std::uint64_t pol = policy_evict_first();  // the summers have read the rows already (most often)
-    fence_proxy_async();  // the walkers' reads of the buffer, then the copies' writes
-    mbar_expect_tx(&loadbar[b], unsigned(n) * RW * 4);
-    for (int r = 0; r < n; ++r) bulk_copy(buf + std::size_t(r) * RW, p.img + std::size_t(top + r) * p.W + x0, RW * 4, &loadbar[b], pol);
-    mbar_arrive(&loadbar[b]);
+    if (lane == 0) mbar_expect_tx(m, unsigned(std::max(0, r1 - r0)) * RW * 4);
+    __syncwarp();
+    for (int r = r0 + lane; r < r1; r += 32) {
+      fence_proxy_async();  // the walkers' reads of the buffer, then the copies' writes
+      bulk_copy(buf + std::size_t(r) * RW, p.img + std::size_t(top + r) * p.W + x0, RW * 4, m, pol);
+    }
+    __syncwarp();
+    if (lane == 0) mbar_arrive(m);
   };
-  if (threadIdx.x == 0)
-    for (int c = 0; c < std::min(2, p.NC); ++c) load_chunk(c);
 
   if (w < K) {
     // ---------------------------------------------------------------- summers (warp k: band k)
@@ -325,6 +336,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
     const std::uint64_t spol = policy_evict_first();
     uint4* my_stage = stage + std::size_t(k) * p.D * RW;
     int sidx = 0;
+    for (int c = 0; c < std::min(2, p.NC); ++c) load_band(c, k);
     for (int c = 0; c < p.NC; ++c) {
       const int b = c & 1, s = c % NS;
       int start, rh;
@@ -332,7 +344,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
       const int top = start + I * rh, n = std::max(0, std::min(rh, p.H - top));
       int r0, r1;
       band_rows(k, K, rh, n, r0, r1);
-      mbar_wait(&loadbar[b], unsigned(c >> 1) & 1u);
+      mbar_wait(&loadbar[b * MAXK + k], unsigned(c >> 1) & 1u);
       if (k == 0 && lane == 0) stamp(6, c);
       mbar_wait(&ready[s], unsigned(c / NS) & 1u);
       if (k == 0 && lane == 0) stamp(3, c);
@@ -355,12 +367,21 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
         walk.run(k, r0, r1, lane, sidx);
       }
       __syncwarp();
-      if (lane == 0) {
-        mbar_arrive(&freed[s]);  // slot s may take chunk c + NS
-        __threadfence_block();
-        if (atomicAdd(&done[b], 1u) % unsigned(K) == unsigned(K - 1) && c + 2 < p.NC) {  // the last walker: chunk c + 2 into the buffer
-          __threadfence_block();
-          load_chunk(c + 2);
+      if (lane == 0) mbar_arrive(&freed[s]);  // slot s may take chunk c + NS
+      if (c + 2 < p.NC) {  // chunk c + 2 into the buffer
+        int s2, rh2;
+        chunk_geometry(p, c + 2, s2, rh2);
+        if (p.bl && rh2 == rh) {
+          load_band(c + 2, k);  // the same rows as this walker's band of chunk c: nobody else reads them
+        } else {
+          unsigned last = 0;
+          if (lane == 0) {
+            __threadfence_block();
+            last = atomicAdd(&done[b], 1u) % unsigned(K) == unsigned(K - 1);
+            __threadfence_block();
+          }
+          if (__shfl_sync(~0u, last, 0))
+            for (int kk = 0; kk < K; ++kk) load_band(c + 2, kk);
         }
       }
       if (k == 0 && lane == 0) stamp(4, c);
@@ -370,19 +391,19 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
 }
 
 struct config {
-  int K, Gy, RH0, RH, D, pf, ahead, NS, xg, sh, ll;
+  int K, Gy, RH0, RH, D, pf, ahead, NS, xg, sh, ll, bl;
 };
 
 std::vector<config> parse_configs(const std::string& s, const char* program) {
   std::vector<config> out;
   for (const std::string& one : config_items(s)) {
-    config c{0, 0, 0, 0, 1, 0, 0, 3, 0, 1, 0};
-    if (std::sscanf(one.c_str(), "%d:%d:%d:%d:%d:%d:%d:%d:%d:%d:%d", &c.K, &c.Gy, &c.RH0, &c.RH, &c.D, &c.pf, &c.ahead, &c.NS, &c.xg, &c.sh,
-                    &c.ll) < 4 || c.ll < 0 || c.ll > 1 ||
+    config c{0, 0, 0, 0, 1, 0, 0, 3, 0, 1, 0, 1};
+    if (std::sscanf(one.c_str(), "%d:%d:%d:%d:%d:%d:%d:%d:%d:%d:%d:%d", &c.K, &c.Gy, &c.RH0, &c.RH, &c.D, &c.pf, &c.ahead, &c.NS, &c.xg, &c.sh,
+                    &c.ll, &c.bl) < 4 || c.ll < 0 || c.ll > 1 || c.bl < 0 || c.bl > 1 || c.K > MAXK ||
         c.K < 1 || 2 * c.K + 2 > MAX_WARPS || c.Gy < 1 || c.RH0 < 1 || c.RH < 1 || c.RH0 > 257 || c.RH > 257 || c.D < 1 || c.D > 3 ||
         c.pf < 0 || c.pf > 1 || c.ahead < 0 || c.ahead > 1 || c.NS < 3 || c.NS > MAXNS || c.xg < 0 || c.xg > 1 || c.sh < 0 || c.sh > 1) {
-      std::printf("%s: bad configuration '%s' (K:Gy:RH0:RH[:D[:pf[:ahead[:NS[:xg[:sh[:ll]]]]]]], K 1 to 7, RH0 and RH <= 257, D 1 to 3, "
-                  "NS 3 or 4, pf, ahead, xg, sh and ll 0 or 1)\n",
+      std::printf("%s: bad configuration '%s' (K:Gy:RH0:RH[:D[:pf[:ahead[:NS[:xg[:sh[:ll[:bl]]]]]]]], K 1 to 7, RH0 and RH <= 257, "
+                  "D 1 to 3, NS 3 or 4, pf, ahead, xg, sh, ll and bl 0 or 1)\n",
                   program, one.c_str());
       std::exit(canopy_bench::exit_bad_command_line);
     }
@@ -394,7 +415,7 @@ std::vector<config> parse_configs(const std::string& s, const char* program) {
 std::string name_of(const config& c) {
   return std::to_string(c.K) + ":" + std::to_string(c.Gy) + ":" + std::to_string(c.RH0) + ":" + std::to_string(c.RH) + ":" +
          std::to_string(c.D) + ":" + std::to_string(c.pf) + ":" + std::to_string(c.ahead) + ":" + std::to_string(c.NS) + ":" +
-         std::to_string(c.xg) + ":" + std::to_string(c.sh) + ":" + std::to_string(c.ll);
+         std::to_string(c.xg) + ":" + std::to_string(c.sh) + ":" + std::to_string(c.ll) + ":" + std::to_string(c.bl);
 }
 
 struct runner : region_exchange {
@@ -411,6 +432,7 @@ struct runner : region_exchange {
     p.xg = c.xg;
     p.sh = c.sh;
     p.ll = c.ll;
+    p.bl = c.bl;
     if (!plan_chunks(p, c.RH0, c.RH, why)) return false;
     smem = layout(p.RHmax, p.RHs, c.K, c.D, p.Gx, p.Gy, c.NS, c.xg).bytes + 1024;  // + the alignment slack
     if (!fits(p.Gx, p.NC, reinterpret_cast<const void*>(sat_lookahead), (2 * c.K + 2) * 32, smem, why)) return false;
@@ -430,13 +452,13 @@ struct runner : region_exchange {
 int main(int argc, char** argv) {
   using namespace lookahead;
   return run_prototype(
-      argc, argv, "canopy-sat-lookahead", "K:Gy:RH0:RH[:D[:pf[:ahead[:NS[:xg[:sh[:ll]]]]]]]", "7:8:16:56,7:8:16:48:1:0:0:4", "7:4:16:56,7:4:16:48:1:0:0:4",
-      "4:2:3:5:2:1:1:3:0:0:1,3:3:2:7:1:0:0:4:1:1,6:8:4:9:3:1:0:4:1:0:1,6:1:9:13:2:1:0:3:0:1,7:2:3:21:1:1:1:4:0:1:1,1:3:3:2:1:0:0:3:1:0,5:1:30:17:1:1:1:4:0:0,7:1:9:60:1:0:1:3:1:1:1,2:2:5:40:1:0:0:4:0:1:0",
+      argc, argv, "canopy-sat-lookahead", "K:Gy:RH0:RH[:D[:pf[:ahead[:NS[:xg[:sh[:ll[:bl]]]]]]]]", "7:8:16:56,7:8:16:48:1:0:0:4", "7:4:16:56,7:4:16:48:1:0:0:4",
+      "4:2:3:5:2:1:1:3:0:0:1,3:3:2:7:1:0:0:4:1:1,6:8:4:9:3:1:0:4:1:0:1,6:1:9:13:2:1:0:3:0:1,7:2:3:21:1:1:1:4:0:1:1,1:3:3:2:1:0:0:3:1:0,5:1:30:17:1:1:1:4:0:0,7:1:9:60:1:0:1:3:1:1:1,2:2:5:40:1:0:0:4:0:1:0,4:3:6:19:1:0:1:3:0:1:0:0,3:2:3:9:2:0:0:4:0:1:0:0",
       {{256, 1}, {256, 33}, {1024, 100}, {512, 47}, {2048, 300}, {768, 1000}, {3840, 2160}, {7680, 4320}}, parse_configs,
       [](test_image& ti, bool timed, const std::vector<config>& configs, bool& all_ok) {
-        run_region_configs<runner, params>(ti, timed, configs, all_ok, "K:Gy:RH0:RH:D:pf:ahead:NS:xg:sh:ll", name_of, [](runner& run, const params& p) {
+        run_region_configs<runner, params>(ti, timed, configs, all_ok, "K:Gy:RH0:RH:D:pf:ahead:NS:xg:sh:ll:bl", name_of, [](runner& run, const params& p) {
           const int B = p.Gx * p.Gy;
-          print_stamp_report(stamp_table(run.stamps, B, NSTAMP, MAX_CHUNKS), B, p.NC, NSTAMP, "sums start", "walker 0's buffer");
+          print_stamp_report(stamp_table(run.stamps, B, NSTAMP, MAX_CHUNKS), B, p.Gx, p.NC, NSTAMP, "sums start", "walker 0's buffer");
         });
       });
 }

@@ -498,7 +498,7 @@ int main(int argc, char** argv) {
               }
             std::printf("    tagged exchange: %.2f reads a chunk on average, at most %.0f\n", sum / (double(B) * p.NC), mx);
           }
-          print_stamp_report(st, B, p.NC, NSTAMP, "loaded", "last warp");
+          print_stamp_report(st, B, p.Gx, p.NC, NSTAMP, "loaded", "last warp");
         });
       });
 }

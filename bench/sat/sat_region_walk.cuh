@@ -319,23 +319,25 @@ inline bool table_tensor_map(const char* program, uint4* tab, int W, int H, CUte
 //! producer stamps, 1 published, 2 released, 3 walk start, 4 walk end (walker 0), 5 SM id (chunk 0),
 //! 6 second producer stamp, 7 summed, 8 the exchange's reads arrived, 9 carries ready; `first`
 //! and `second` name stamps 0 and 6.
-inline void print_stamp_report(const stamp_table& st, int B, int NC, int nstamp, const char* first, const char* second) {
+inline void print_stamp_report(const stamp_table& st, int B, int Gx, int NC, int nstamp, const char* first, const char* second) {
   auto at = [&](int bl, int s, int ch) { return st.at(bl, s, ch); };
   const double t0 = st.earliest(0, 0);
-  std::vector<std::pair<double, int>> ends, waits;
+  std::vector<std::pair<double, int>> ends, waits;  // (value, block)
   for (int bl = 0; bl < B; ++bl) {
-    const int sm = int(st.raw(bl, 5, 0));
-    ends.push_back({(at(bl, 4, NC - 1) - t0) * 1e-3, sm});
+    ends.push_back({(at(bl, 4, NC - 1) - t0) * 1e-3, bl});
     double wsum = 0;
     for (int ch = 1; ch < NC; ++ch) wsum += std::max(0.0, at(bl, 3, ch) - at(bl, 4, ch - 1));
-    waits.push_back({wsum * 1e-3, sm});
+    waits.push_back({wsum * 1e-3, bl});
   }
   std::sort(ends.begin(), ends.end());
   std::sort(waits.begin(), waits.end());
   auto pct = [&](const std::vector<std::pair<double, int>>& d, const char* what) {
-    std::printf("    %s (us): min %.2f p10 %.2f p50 %.2f p90 %.2f max %.2f; last (value@sm): ", what, d[0].first, d[B / 10].first, d[B / 2].first,
-                d[B * 9 / 10].first, d[B - 1].first);
-    for (int i = B - 1; i >= std::max(0, B - 4); --i) std::printf("%.2f@%d ", d[i].first, d[i].second);
+    std::printf("    %s (us): min %.2f p10 %.2f p50 %.2f p90 %.2f max %.2f; last (value@sm region): ", what, d[0].first, d[B / 10].first,
+                d[B / 2].first, d[B * 9 / 10].first, d[B - 1].first);
+    for (int i = B - 1; i >= std::max(0, B - 4); --i) {
+      const int bl = d[i].second;
+      std::printf("%.2f@%d (%d,%d) ", d[i].first, int(st.raw(bl, 5, 0)), bl / Gx, bl % Gx);
+    }
     std::printf("\n");
   };
   pct(ends, "walker 0's last walk ends, from the first load");
@@ -348,10 +350,14 @@ inline void print_stamp_report(const stamp_table& st, int B, int NC, int nstamp,
         m[s] += (at(bl, s, ch) - t0) / B;
         mx[s] = std::max(mx[s], at(bl, s, ch) - t0);
       }
+    int last = 0;
+    for (int bl = 1; bl < B; ++bl)
+      if (at(bl, 4, ch) > at(last, 4, ch)) last = bl;
     std::printf("    chunk %2d (us, mean / max): %s %.2f / %.2f (%s %.2f), summed %.2f, published %.2f / %.2f, released "
-                "%.2f / %.2f, exchange read %.2f, carries %.2f, walk %.2f / %.2f to %.2f / %.2f\n",
+                "%.2f / %.2f, exchange read %.2f, carries %.2f, walk %.2f / %.2f to %.2f / %.2f (last: sm %d, region (%d,%d), walk %.2f)\n",
                 ch, first, m[0] * 1e-3, mx[0] * 1e-3, second, m[6] * 1e-3, m[7] * 1e-3, m[1] * 1e-3, mx[1] * 1e-3, m[2] * 1e-3, mx[2] * 1e-3,
-                m[8] * 1e-3, m[9] * 1e-3, m[3] * 1e-3, mx[3] * 1e-3, m[4] * 1e-3, mx[4] * 1e-3);
+                m[8] * 1e-3, m[9] * 1e-3, m[3] * 1e-3, mx[3] * 1e-3, m[4] * 1e-3, mx[4] * 1e-3, int(st.raw(last, 5, 0)), last / Gx, last % Gx,
+                (at(last, 4, ch) - at(last, 3, ch)) * 1e-3);
   }
 }
 
