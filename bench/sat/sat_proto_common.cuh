@@ -316,9 +316,13 @@ inline std::vector<std::string> config_items(const std::string& s) {
   return out;
 }
 
+//! Extra builds of every configuration, each checked against the reference (--checked-builds N;
+//! the region prototypes run them): a race that shows only now and then gets N more chances.
+inline int checked_builds = 0;
+
 //! The command line of the configurable prototypes: --small (odd sizes only), --timed (timed sizes
-//! only), --configs (both timed sizes), --configs-4k, --configs-8k. Returns -1 to go on, otherwise
-//! the exit code (after a usage line naming `syntax`).
+//! only), --configs (both timed sizes), --configs-4k, --configs-8k, --checked-builds N. Returns -1
+//! to go on, otherwise the exit code (after a usage line naming `syntax`).
 inline int config_command_line(int argc, char** argv, const char* program, const char* syntax, bool& small_only, bool& timed_only,
                                std::string& c4, std::string& c8) {
   try {
@@ -329,10 +333,12 @@ inline int config_command_line(int argc, char** argv, const char* program, const
       else if (cl.is("--configs")) c4 = c8 = cl.value();
       else if (cl.is("--configs-4k")) c4 = cl.value();
       else if (cl.is("--configs-8k")) c8 = cl.value();
+      else if (cl.is("--checked-builds")) checked_builds = canopy_bench::parse_int(cl.value(), program, "--checked-builds", 0, 100000);
       else cl.refuse_unknown();
     }
   } catch (const canopy_bench::bad_flag& e) {
-    std::printf("%s\nusage: %s [--small | --timed] [--configs %s,... | --configs-4k ... --configs-8k ...]\n", e.what(), program, syntax);
+    std::printf("%s\nusage: %s [--small | --timed] [--configs %s,... | --configs-4k ... --configs-8k ...] [--checked-builds N]\n", e.what(),
+                program, syntax);
     return canopy_bench::exit_bad_command_line;
   }
   return cuda_device_present(program) ? -1 : 77;
