@@ -342,6 +342,19 @@ inline void print_stamp_report(const stamp_table& st, int B, int Gx, int NC, int
   };
   pct(ends, "walker 0's last walk ends, from the first load");
   pct(waits, "walker 0's waits between chunks, summed");
+  // Walker 0's time walking, summed over the chunks, by SM: the SMs that store slowest and fastest.
+  std::vector<std::pair<double, int>> walks;
+  for (int bl = 0; bl < B; ++bl) {
+    double t = 0;
+    for (int ch = 0; ch < NC; ++ch) t += at(bl, 4, ch) - at(bl, 3, ch);
+    walks.push_back({t * 1e-3, int(st.raw(bl, 5, 0))});
+  }
+  std::sort(walks.begin(), walks.end());
+  std::printf("    walker 0's walking time, summed (us@sm): slowest");
+  for (int i = B - 1; i >= std::max(0, B - 8); --i) std::printf(" %.1f@%d", walks[i].first, walks[i].second);
+  std::printf("; fastest");
+  for (int i = 0; i < std::min(B, 8); ++i) std::printf(" %.1f@%d", walks[i].first, walks[i].second);
+  std::printf("\n");
   for (int ch = 0; ch < NC; ++ch) {
     std::vector<double> m(nstamp, 0.0), mx(nstamp, 0.0);
     for (int bl = 0; bl < B; ++bl)
