@@ -25,6 +25,7 @@
 #include <vector>
 #include <random>
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <string>
 
@@ -640,14 +641,20 @@ int main(int argc, char** argv) {
   const int sizes[][2] = {{128, 1}, {256, 33}, {1024, 100}, {640, 47}, {3840, 2160}, {7680, 4320}};
   uint4* flush; const size_t nflush = size_t(200) << 20 >> 4;
   CK(cudaMalloc(&flush, nflush * 16));
+  std::vector<std::array<int, 3>> runs;  // width, height, all-255 (checked sizes also run an all-255 image)
   for (auto& s : sizes) {
+    runs.push_back({s[0], s[1], 0});
+    if (s[0] < 1920) runs.push_back({s[0], s[1], 1});
+  }
+  for (auto& s : runs) {
     const int w = s[0], h = s[1];
+    const bool bright = s[2] != 0;
     if (small_only && w >= 1920) continue;
     const int TW = w / SW, TH = (h + HT - 1) / HT, TH1 = (h + H1 - 1) / H1;
     const size_t npx = size_t(w) * h;
     std::vector<uint32_t> img(npx);
     std::mt19937 rng(w * 7 + h);
-    for (auto& v : img) v = rng();
+    for (auto& v : img) v = bright ? 0xFFFFFFFFu : std::uint32_t(rng());
     uint32_t *dimg; uint4 *dtab, *dcol, *drow, *dtot, *dcopy;
     CK(cudaMalloc(&dimg, npx * 4)); CK(cudaMalloc(&dtab, npx * 16)); CK(cudaMalloc(&dcopy, npx * 16));
     CK(cudaMalloc(&dcol, size_t(TH1) * w * 16)); CK(cudaMalloc(&drow, size_t(h) * TW * 16)); CK(cudaMalloc(&dtot, size_t(TH1) * TW * 16));
@@ -663,7 +670,7 @@ int main(int argc, char** argv) {
     CK(cudaMemcpy(got.data(), dtab, npx * 16, cudaMemcpyDeviceToHost));
     const std::vector<uint32_t> ref = reference_sat_rgba8(img, w, h);
     const size_t bad = count_mismatches(got, ref, w);
-    std::printf("%dx%d: %s (%zu bad)\n", w, h, bad ? "WRONG" : "exact", bad);
+    std::printf("%dx%d%s: %s (%zu bad)\n", w, h, bright ? " all-255" : "", bad ? "WRONG" : "exact", bad);
     if (bad) all_ok = false;
     const bool timed = w >= 3840;
     const double bytes = double(npx) * 20.0;
@@ -689,7 +696,7 @@ int main(int argc, char** argv) {
         br.launch(c);
         const bool first_ok = check("on its first build");
         if (!timed) {
-          if (first_ok) std::printf("  banded L=%d D=%d (%d blocks): exact\n", c.L, c.D, br.blocks(c));
+          if (first_ok) std::printf("  banded L=%d D=%d (%d blocks)%s: exact\n", c.L, c.D, br.blocks(c), bright ? " all-255" : "");
           continue;
         }
         const double t = timed_us([&] { br.launch(c); });

@@ -52,6 +52,7 @@
 #include <vector>
 #include <random>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -986,8 +987,14 @@ void run_variant(const char* name, K kern, int TR, int max_blocks_per_sm, int th
   if (pace) std::printf(", stores paced to %.2f TB/s (%lld cycles a row and output warp at %d MHz, burst %d rows)", pace_tbps, pace, clock_khz / 1000, pace_burst_rows);
   std::printf("\n");
   unsigned long long* stamps; CK(cudaMalloc(&stamps, 128));
+  std::vector<std::array<int, 3>> runs;  // width, height, all-255 (checked sizes also run an all-255 image)
   for (auto& s : sizes) {
+    runs.push_back({s[0], s[1], 0});
+    if (s[0] < 1920) runs.push_back({s[0], s[1], 1});
+  }
+  for (auto& s : runs) {
     const int w = s[0], h = s[1];
+    const bool bright = s[2] != 0;
     if (small_only && w >= 1920) continue;
     if (only_width && w >= 1920 && w != only_width) continue;
     params q{};
@@ -999,7 +1006,7 @@ void run_variant(const char* name, K kern, int TR, int max_blocks_per_sm, int th
     const size_t tiles = size_t(q.TW) * q.TH, npx = size_t(w) * h;
     std::vector<uint32_t> img(npx);
     std::mt19937 rng(w * 7 + h);
-    for (auto& v : img) v = rng();
+    for (auto& v : img) v = bright ? 0xFFFFFFFFu : std::uint32_t(rng());
     uint32_t* dimg; CK(cudaMalloc(&dimg, npx * 4)); CK(cudaMemcpy(dimg, img.data(), npx * 4, cudaMemcpyHostToDevice));
     q.img = dimg;
     CK(cudaMalloc(&q.table, npx * 16));
@@ -1021,7 +1028,7 @@ void run_variant(const char* name, K kern, int TR, int max_blocks_per_sm, int th
     CK(cudaMemcpy(got.data(), q.table, npx * 16, cudaMemcpyDeviceToHost));
     const std::vector<uint32_t> ref = reference_sat_rgba8(img, w, h);
     const size_t bad = checked ? count_mismatches(got, ref, w) : 0;
-    std::printf("  %5dx%-5d: %s (%zu bad)", w, h, !checked ? "not checked" : bad ? "WRONG" : "exact", bad);
+    std::printf("  %5dx%-5d%s: %s (%zu bad)", w, h, bright ? " all-255" : "", !checked ? "not checked" : bad ? "WRONG" : "exact", bad);
     if (bad) all_ok = false;
     if (w >= 1920) {
       void* cp; CK(cudaMalloc(&cp, npx * 16));
