@@ -155,7 +155,7 @@ __device__ __forceinline__ uint4 settle_total(const uint4* a, unsigned seq) {
   return make_uint4(unsigned(q0), unsigned(q1), unsigned(q2), unsigned(q3));
 }
 __device__ __forceinline__ void bulk_store(void* g, const void* sm, unsigned bytes) {
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(g), "r"(smem_u32(sm)), "r"(bytes)
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(g), "r"(shared_address(sm)), "r"(bytes)
                : "memory");
 }
 
@@ -338,12 +338,11 @@ __global__ void __launch_bounds__(MAX_THREADS, 1) sat_chunks(const __grid_consta
   uint4* s_segrs = reinterpret_cast<uint4*>(smem + L.segrs);
   uint4* s_ccarry = reinterpret_cast<uint4*>(smem + L.ccarry);
   counters* ctr = reinterpret_cast<counters*>(smem + L.ctr);
-  std::uint64_t* s_mbar = reinterpret_cast<std::uint64_t*>(smem + L.mbar);
+  unsigned long long* s_mbar = reinterpret_cast<unsigned long long*>(smem + L.mbar);
   if (threadIdx.x == 0) {
     for (int i = 0; i < 4; ++i) ctr->walked[i] = 0;
     ctr->carries = 0;
-    for (int i = 0; i < K * p.NU; ++i) mbar_init(s_mbar + i);
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    for (int i = 0; i < K * p.NU; ++i) mbarrier_init(s_mbar + i, 1);
     if (p.stamps) p.stamps[stamp_index(b, 3, 0, NSTAMP, MAX_CHUNKS)] = global_ns();
   }
   for (int i = threadIdx.x; i < w; i += blockDim.x) s_ccarry[i] = make_uint4(0, 0, 0, 0);
@@ -375,7 +374,7 @@ __global__ void __launch_bounds__(MAX_THREADS, 1) sat_chunks(const __grid_consta
 #pragma unroll
         for (int k = 0; k < 4; ++k)
           if (k == buf) {
-            mbar_wait(s_mbar + buf * p.NU + u, uses[k] & 1u);
+            mbarrier_wait(s_mbar + buf * p.NU + u, uses[k] & 1u);
             ++uses[k];
           }
         const std::uint32_t* src = s_img + buf * img_buf;
@@ -399,17 +398,17 @@ __global__ void __launch_bounds__(MAX_THREADS, 1) sat_chunks(const __grid_consta
       int ya, y1, y2;
       unit_rows(c, ya, y1, y2);
       if (lane == 0 && y1 < y2) {
-        std::uint64_t* m = s_mbar + (c % K) * p.NU + u;
+        unsigned long long* m = s_mbar + (c % K) * p.NU + u;
         std::uint32_t* dst = s_img + (c % K) * img_buf;
-        mbar_expect(m, unsigned(y2 - y1) * SW * 4);
-        for (int y = y1; y < y2; ++y) bulk_copy(dst + std::size_t(y - ya) * w + s * SW, p.img + std::size_t(y) * p.W + xa + s * SW, SW * 4, m, pol);
+        mbarrier_arrive_expect_bytes(m, unsigned(y2 - y1) * SW * 4);
+        for (int y = y1; y < y2; ++y) bulk_copy_to_shared<true>(dst + std::size_t(y - ya) * w + s * SW, p.img + std::size_t(y) * p.W + xa + s * SW, SW * 4, m, pol);
       }
     };
     request(0);
     if (p.S && p.NC > 1) {
       int ya, y1, y2;
       unit_rows(0, ya, y1, y2);
-      if (y1 < y2) mbar_wait(s_mbar + u, 0);
+      if (y1 < y2) mbarrier_wait(s_mbar + u, 0);
     }
     for (int c = 1; c < min(K, p.NC); ++c) request(c);
     for (int c = 0; c < p.NC; ++c) {

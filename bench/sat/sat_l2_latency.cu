@@ -56,12 +56,12 @@ struct probe_params {
 };
 
 // One probe through the copy engine: 16 bytes into shared memory, waited for on the mbarrier.
-__device__ __forceinline__ unsigned long long load_bulk(const unsigned long long* p, unsigned long long* dst, std::uint64_t* mbar,
+__device__ __forceinline__ unsigned long long load_bulk(const unsigned long long* p, unsigned long long* dst, unsigned long long* mbar,
                                                         unsigned& phase) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  sat_proto::mbar_expect(mbar, 16);
-  sat_proto::bulk_copy(dst, p, 16, mbar);
-  sat_proto::mbar_wait(mbar, phase);
+  sat_proto::mbarrier_arrive_expect_bytes(mbar, 16);
+  sat_proto::bulk_copy_to_shared<false>(dst, p, 16, mbar, 0);
+  sat_proto::mbarrier_wait(mbar, phase);
   phase ^= 1u;
   return *reinterpret_cast<volatile unsigned long long*>(dst);
 #else
@@ -72,13 +72,12 @@ __device__ __forceinline__ unsigned long long load_bulk(const unsigned long long
 
 __global__ void __launch_bounds__(kStoreWarps * 32, 1) probe_kernel(probe_params q) {
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ __align__(8) std::uint64_t mbar;
+  __shared__ __align__(8) unsigned long long mbar;
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
   if (blockIdx.x == 0 && warp == 0) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (lane == 0) {
-      sat_proto::mbar_init(&mbar);
-      asm volatile("fence.mbarrier_init.release.cluster;");
+      sat_proto::mbarrier_init(&mbar, 1);
     }
 #endif
     __syncwarp();

@@ -104,7 +104,7 @@ __device__ __forceinline__ void prefetch_l2(const void* a, unsigned bytes) {
 
 __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_constant__ CUtensorMap tmap, params p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  unsigned char* smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+  unsigned char* smem = smem_raw + ((1024u - (shared_address(smem_raw) & 1023u)) & 1023u);
   const int K = p.K;
   const int NS = p.NS;
   const layout L(p.RHmax, p.RHs, K, p.D, p.Gx, p.Gy, NS, p.xg);
@@ -114,10 +114,10 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
   uint4* tinit = reinterpret_cast<uint4*>(smem + L.tinit);
   uint4* rl_s = reinterpret_cast<uint4*>(smem + L.rl);
   uint4* wtot = reinterpret_cast<uint4*>(smem + L.wtot);
-  std::uint64_t* loadbar = reinterpret_cast<std::uint64_t*>(smem + L.mbar);  // [2][MAXK]: band k's rows of buffer b
-  std::uint64_t* ready = loadbar + 2 * MAXK;                                  // [MAXNS]
-  std::uint64_t* freed = ready + MAXNS;                                       // [MAXNS]
-  std::uint64_t* xbar = freed + MAXNS;                                        // the exchange's copies
+  unsigned long long* loadbar = reinterpret_cast<unsigned long long*>(smem + L.mbar);  // [2][MAXK]: band k's rows of buffer b
+  unsigned long long* ready = loadbar + 2 * MAXK;                                  // [MAXNS]
+  unsigned long long* freed = ready + MAXNS;                                       // [MAXNS]
+  unsigned long long* xbar = freed + MAXNS;                                        // the exchange's copies
   unsigned* done = reinterpret_cast<unsigned*>(xbar + 1);                     // [2]: walkers done with a buffer
   const uint2* xrow = reinterpret_cast<const uint2*>(smem + L.xrow);
   const uint2* xcol = reinterpret_cast<const uint2*>(smem + L.xcol);
@@ -129,17 +129,16 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
   };
   if (threadIdx.x == 0) {
     for (int b = 0; b < 2; ++b) {
-      for (int k = 0; k < MAXK; ++k) mbar_init(&loadbar[b * MAXK + k]);
+      for (int k = 0; k < MAXK; ++k) mbarrier_init(&loadbar[b * MAXK + k], 1);
       done[b] = 0;
     }
     for (int s = 0; s < MAXNS; ++s) {
-      mbar_init(&ready[s], unsigned(K + 2) * 32);  // every summer and carrier lane, after its writes
-      mbar_init(&freed[s], unsigned(K));           // every walker warp, after its reads
+      mbarrier_init(&ready[s], unsigned(K + 2) * 32);  // every summer and carrier lane, after its writes
+      mbarrier_init(&freed[s], unsigned(K));           // every walker warp, after its reads
     }
-    mbar_init(xbar);
+    mbarrier_init(xbar, 1);
     if (p.stamps) p.stamps[stamp_index(blk, 5, 0, NSTAMP, MAX_CHUNKS)] = smid();
   }
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   __syncthreads();
   if (p.mode == 3) return;
 
@@ -153,14 +152,14 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
     chunk_geometry(p, c, start, rh);
     const int top = start + I * rh;
     band_rows(k, K, rh, std::max(0, std::min(rh, p.H - top)), r0, r1);
-    std::uint64_t* m = &loadbar[b * MAXK + k];
+    unsigned long long* m = &loadbar[b * MAXK + k];
     std::uint32_t* buf = img_s + std::size_t(b) * p.RHmax * RW;
     const std::uint64_t pol = policy_evict_first();  // the summers have read the rows already (most often)
     if (lane == 0) mbar_expect_tx(m, unsigned(std::max(0, r1 - r0)) * RW * 4);
     __syncwarp();
     for (int r = r0 + lane; r < r1; r += 32) {
       fence_proxy_async();  // the walkers' reads of the buffer, then the copies' writes
-      bulk_copy(buf + std::size_t(r) * RW, p.img + std::size_t(top + r) * p.W + x0, RW * 4, m, pol);
+      bulk_copy_to_shared<true>(buf + std::size_t(r) * RW, p.img + std::size_t(top + r) * p.W + x0, RW * 4, m, pol);
     }
     __syncwarp();
     if (lane == 0) mbar_arrive(m);
@@ -206,7 +205,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
         band_rows(k, K, rh1, n1, q0, q1);
         for (int r = q0 + lane; r < q1; r += 32) prefetch_l2(p.img + std::size_t(top1 + r) * p.W + x0, RW * 4);
       }
-      if (c >= NS) mbar_wait(&freed[s], unsigned((c - NS) / NS) & 1u);  // the walkers left slot s (chunk c - NS)
+      if (c >= NS) mbarrier_wait(&freed[s], unsigned((c - NS) / NS) & 1u);  // the walkers left slot s (chunk c - NS)
       if (k == 0 && lane == 0) stamp(0, c);
       const std::size_t base = (std::size_t(xs) * p.Gy + I) * p.Gx + J;
       std::uint32_t bRB[8] = {}, bGA[8] = {};  // the band's column sums
@@ -288,15 +287,15 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
         asm volatile("fence.proxy.async;" ::: "memory");  // acquired words, then the async proxy
         const std::size_t rowbytes = std::size_t(J) * p.RHs * 8;
         mbar_expect_tx(xbar, unsigned(rowbytes + std::size_t(p.Gy) * RW * 8 + std::size_t(p.Gy) * p.Gx * 16));
-        if (rowbytes) bulk_copy(smem + L.xrow, p.rowsum + (slotbase + std::size_t(I) * p.Gx) * p.RHs, unsigned(rowbytes), xbar);
+        if (rowbytes) bulk_copy_to_shared<false>(smem + L.xrow, p.rowsum + (slotbase + std::size_t(I) * p.Gx) * p.RHs, unsigned(rowbytes), xbar, 0);
         for (int i = 0; i < p.Gy; ++i)
-          bulk_copy(smem + L.xcol + std::size_t(i) * RW * 8, p.colsum + (slotbase + std::size_t(i) * p.Gx + J) * RW, RW * 8, xbar);
-        bulk_copy(smem + L.xtot, p.total + slotbase, unsigned(p.Gy * p.Gx * 16), xbar);
+          bulk_copy_to_shared<false>(smem + L.xcol + std::size_t(i) * RW * 8, p.colsum + (slotbase + std::size_t(i) * p.Gx + J) * RW, RW * 8, xbar, 0);
+        bulk_copy_to_shared<false>(smem + L.xtot, p.total + slotbase, unsigned(p.Gy * p.Gx * 16), xbar, 0);
         mbar_arrive(xbar);
       }
-      if (!p.xg) mbar_wait(xbar, unsigned(c) & 1u);
+      if (!p.xg) mbarrier_wait(xbar, unsigned(c) & 1u);
       if (rows && lane == 0) stamp(8, c);
-      if (c >= NS) mbar_wait(&freed[s], unsigned((c - NS) / NS) & 1u);
+      if (c >= NS) mbarrier_wait(&freed[s], unsigned((c - NS) / NS) & 1u);
       if (rows) {  // Rl[r]: rows 0..r of the region, left of it
         const uint2* g = p.rowsum + (slotbase + std::size_t(I) * p.Gx) * p.RHs;
         row_carries(n, lane, rl_s + std::size_t(s) * p.RHmax, [&](int r) {
@@ -344,9 +343,9 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
       const int top = start + I * rh, n = std::max(0, std::min(rh, p.H - top));
       int r0, r1;
       band_rows(k, K, rh, n, r0, r1);
-      mbar_wait(&loadbar[b * MAXK + k], unsigned(c >> 1) & 1u);
+      mbarrier_wait(&loadbar[b * MAXK + k], unsigned(c >> 1) & 1u);
       if (k == 0 && lane == 0) stamp(6, c);
-      mbar_wait(&ready[s], unsigned(c / NS) & 1u);
+      mbarrier_wait(&ready[s], unsigned(c / NS) & 1u);
       if (k == 0 && lane == 0) stamp(3, c);
       if (r0 < r1) {
         const band_walk walk{img_s + std::size_t(b) * p.RHmax * RW,

@@ -130,7 +130,7 @@ __device__ __forceinline__ bool any_of_producers(bool bad, int threads) {
 template <bool TAGGED>
 __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_constant__ CUtensorMap tmap, params p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  unsigned char* smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+  unsigned char* smem = smem_raw + ((1024u - (shared_address(smem_raw) & 1023u)) & 1023u);
   const layout L(p.RHmax, p.RHs, p.P, p.K, p.D, p.Gx, p.Gy, TAGGED);
   std::uint32_t* img_s = reinterpret_cast<std::uint32_t*>(smem + L.img);
   uint4* stage = reinterpret_cast<uint4*>(smem + L.stage);
@@ -139,9 +139,9 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
   uint4* rl_s = reinterpret_cast<uint4*>(smem + L.rl);
   uint2* regcol = reinterpret_cast<uint2*>(smem + L.regcol);
   uint4* wtot = reinterpret_cast<uint4*>(smem + L.wtot);
-  std::uint64_t* loadbar = reinterpret_cast<std::uint64_t*>(smem + L.mbar);  // [2][P]
-  std::uint64_t* ready = loadbar + 2 * p.P;                                  // [2]
-  std::uint64_t* xbar = ready + 2;                                            // the exchange's copies
+  unsigned long long* loadbar = reinterpret_cast<unsigned long long*>(smem + L.mbar);  // [2][P]
+  unsigned long long* ready = loadbar + 2 * p.P;                                  // [2]
+  unsigned long long* xbar = ready + 2;                                            // the exchange's copies
   unsigned* done = reinterpret_cast<unsigned*>(xbar + 1);                     // [2]: walkers done with a buffer
   const uint2* xrow = reinterpret_cast<const uint2*>(smem + L.xrow);
   const ulonglong2* xrow64 = reinterpret_cast<const ulonglong2*>(smem + L.xrow);
@@ -155,15 +155,14 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
     if (p.stamps) p.stamps[stamp_index(blk, s, c, NSTAMP, MAX_CHUNKS)] = global_ns();
   };
   if (threadIdx.x == 0) {
-    for (int i = 0; i < 2 * P; ++i) mbar_init(&loadbar[i]);
+    for (int i = 0; i < 2 * P; ++i) mbarrier_init(&loadbar[i], 1);
     for (int b = 0; b < 2; ++b) {
-      mbar_init(&ready[b], unsigned(P) * 32);  // every producer lane arrives after its writes
+      mbarrier_init(&ready[b], unsigned(P) * 32);  // every producer lane arrives after its writes
       done[b] = 0;
     }
-    mbar_init(xbar);
+    mbarrier_init(xbar, 1);
     if (p.stamps) p.stamps[stamp_index(blk, 5, 0, NSTAMP, MAX_CHUNKS)] = smid();
   }
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   __syncthreads();
   if (p.mode == 3) return;
 
@@ -190,7 +189,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
         int r0, r1;
         band_rows(k, K, rh, n, r0, r1);
         for (int r = r0; r < r1; ++r)
-          bulk_copy(buf + std::size_t(r) * RW, p.img + std::size_t(top + r) * p.W + x0, RW * 4, &loadbar[b * P + pw], pol);
+          bulk_copy_to_shared<true>(buf + std::size_t(r) * RW, p.img + std::size_t(top + r) * p.W + x0, RW * 4, &loadbar[b * P + pw], pol);
       }
       mbar_arrive(&loadbar[b * P + pw]);
     }
@@ -214,7 +213,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
       const std::size_t base = (std::size_t(slot) * p.Gy + I) * p.Gx + J;
       std::uint32_t* buf = img_s + std::size_t(b) * p.RHmax * RW;
       // 1. This warp's bands of the chunk, requested by load_chunk.
-      mbar_wait(&loadbar[b * P + w], unsigned(c >> 1) & 1u);
+      mbarrier_wait(&loadbar[b * P + w], unsigned(c >> 1) & 1u);
       if (w == 0 && lane == 0) stamp(0, c);
       if (w == P - 1 && lane == 0) stamp(6, c);
       // 2. Sums: row sums to global, band column sums to shared memory, region column sums.
@@ -304,14 +303,13 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
           asm volatile("fence.proxy.async;" ::: "memory");  // acquired words and regcol, then the async proxy
           mbar_expect_tx(xbar, unsigned(rowbytes + std::size_t(p.Gy) * RW * 8 + std::size_t(p.Gy) * p.Gx * 16));
           if (rowbytes)
-            bulk_copy(smem + L.xrow, reinterpret_cast<const unsigned char*>(p.rowsum) + (slotbase + std::size_t(I) * p.Gx) * p.RHs * rowword,
-                      unsigned(rowbytes), xbar);
+            bulk_copy_to_shared<false>(smem + L.xrow, reinterpret_cast<const unsigned char*>(p.rowsum) + (slotbase + std::size_t(I) * p.Gx) * p.RHs * rowword, unsigned(rowbytes), xbar, 0);
           for (int i = 0; i < p.Gy; ++i)
-            bulk_copy(smem + L.xcol + std::size_t(i) * RW * 8, p.colsum + (slotbase + std::size_t(i) * p.Gx + J) * RW, RW * 8, xbar);
-          bulk_copy(smem + L.xtot, p.total + slotbase, unsigned(p.Gy * p.Gx * 16), xbar);
+            bulk_copy_to_shared<false>(smem + L.xcol + std::size_t(i) * RW * 8, p.colsum + (slotbase + std::size_t(i) * p.Gx + J) * RW, RW * 8, xbar, 0);
+          bulk_copy_to_shared<false>(smem + L.xtot, p.total + slotbase, unsigned(p.Gy * p.Gx * 16), xbar, 0);
           mbar_arrive(xbar);
         }
-        mbar_wait(xbar, xphase);
+        mbarrier_wait(xbar, xphase);
         xphase ^= 1u;
         if constexpr (!TAGGED) break;
         bool bad = false;
@@ -395,7 +393,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
       int r0, r1;
       band_rows(k, K, rh, n, r0, r1);
       const std::uint32_t* buf = img_s + std::size_t(b) * p.RHmax * RW;
-      mbar_wait(&ready[b], unsigned(c >> 1) & 1u);
+      mbarrier_wait(&ready[b], unsigned(c >> 1) & 1u);
       if (k == 0 && lane == 0) stamp(3, c);
       if (r0 < r1) {
         const band_walk walk{buf, bandcol + std::size_t(b) * K * RW, tinit + std::size_t(b) * RW, rl_s + std::size_t(b) * p.RHmax,

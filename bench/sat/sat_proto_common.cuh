@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <canopy/core/detail/bulk_copy.cuh>
+
 #include "common/bench_common.hpp"
 
 #define SAT_PROTO_CHECK(x)                                                                            \
@@ -206,36 +208,20 @@ struct strip_sums : lane_sums<4> {
   }
 };
 
-// mbarriers and bulk copies (cp.async.bulk, sm_90 and later; only callers built for sm_90 use them).
-__device__ __forceinline__ unsigned smem_u32(const void* p) { return unsigned(__cvta_generic_to_shared(p)); }
-//! An mbarrier expecting `count` arrivals a phase.
-__device__ __forceinline__ void mbar_init(std::uint64_t* m, unsigned count = 1) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(m)), "r"(count) : "memory");
-}
-//! Arrives on `m` expecting `bytes` of bulk copies before its phase completes.
-__device__ __forceinline__ void mbar_expect(std::uint64_t* m, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(m)), "r"(bytes) : "memory");
-}
-//! `bytes` (a multiple of 16, both addresses 16-byte aligned) global -> shared, completing on `m`.
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, std::uint64_t* m) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(smem_u32(dst)), "l"(src),
-               "r"(bytes), "r"(smem_u32(m))
-               : "memory");
-}
-//! The same with an L2 cache policy.
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, std::uint64_t* m, std::uint64_t pol) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
-                   smem_u32(dst)),
-               "l"(src), "r"(bytes), "r"(smem_u32(m)), "l"(pol)
-               : "memory");
-}
+// mbarriers and bulk copies (sm_90 and later): core's (canopy/core/detail/bulk_copy.cuh), plus the
+// two forms it has no need of.
+using canopy::detail::bulk_copy_to_shared;
+using canopy::detail::mbarrier_arrive_expect_bytes;
+using canopy::detail::mbarrier_init;
+using canopy::detail::mbarrier_wait;
+using canopy::detail::shared_address;
 //! Adds `bytes` of bulk copies to the current phase of `m` without arriving.
-__device__ __forceinline__ void mbar_expect_tx(std::uint64_t* m, unsigned bytes) {
-  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(m)), "r"(bytes) : "memory");
+__device__ __forceinline__ void mbar_expect_tx(unsigned long long* m, unsigned bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(shared_address(m)), "r"(bytes) : "memory");
 }
 //! One arrival on `m` (release at CTA scope).
-__device__ __forceinline__ void mbar_arrive(std::uint64_t* m) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(m)) : "memory");
+__device__ __forceinline__ void mbar_arrive(unsigned long long* m) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(m)) : "memory");
 }
 //! A word another block publishes, read with acquire semantics at GPU scope.
 __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* a) {
@@ -251,15 +237,6 @@ __device__ __forceinline__ unsigned smid() {
 }
 //! Named barrier `id` of `threads` threads (a multiple of 32): the warps of one role.
 __device__ __forceinline__ void named_barrier(int id, int threads) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory"); }
-//! Waits until the phase of `m` with this parity has completed.
-__device__ __forceinline__ void mbar_wait(std::uint64_t* m, unsigned parity) {
-  unsigned done = 0;
-  while (!done)
-    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                 : "=r"(done)
-                 : "r"(smem_u32(m)), "r"(parity)
-                 : "memory");
-}
 
 //! Whether a CUDA device can be used; if not, says so as `program` (the caller exits 77: skipped).
 inline bool cuda_device_present(const char* program) {

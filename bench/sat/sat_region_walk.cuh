@@ -43,7 +43,7 @@ __host__ __device__ inline int bandcol_unit(int lane, int h) { return 4 * lane +
 
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 __device__ __forceinline__ void tensor_store(const CUtensorMap* tm, const void* src, int c0, int c1, int c2) {
-  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(tm), "r"(smem_u32(src)), "r"(c0),
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(tm), "r"(shared_address(src)), "r"(c0),
                "r"(c1), "r"(c2)
                : "memory");
   asm volatile("cp.async.bulk.commit_group;" ::: "memory");
@@ -51,7 +51,7 @@ __device__ __forceinline__ void tensor_store(const CUtensorMap* tm, const void* 
 //! The same with an L2 cache policy.
 __device__ __forceinline__ void tensor_store(const CUtensorMap* tm, const void* src, int c0, int c1, int c2, std::uint64_t pol) {
   asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%2, %3, %4}], [%1], %5;" ::"l"(tm),
-               "r"(smem_u32(src)), "r"(c0), "r"(c1), "r"(c2), "l"(pol)
+               "r"(shared_address(src)), "r"(c0), "r"(c1), "r"(c2), "l"(pol)
                : "memory");
   asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 }

@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_resident(params p) {
   uint4* wtot = coltop_s + RW;                                                          // [NW] warps' sums
   uint4* rtot = wtot + NW;                                                              // [NW] warps' row-carry sums
   uint4* misc = rtot + NW;                                                              // corner, left of the chunk
-  std::uint64_t* mbar = reinterpret_cast<std::uint64_t*>(misc + 2);
+  unsigned long long* mbar = reinterpret_cast<unsigned long long*>(misc + 2);
   const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int blk = blockIdx.x, I = blk / p.Gx, J = blk % p.Gx, x0 = J * RW;
   std::uint32_t* my = img_s + std::size_t(w) * p.THmax * RW;
@@ -89,10 +89,9 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_resident(params p) {
   const bool stamping = p.stamps && threadIdx.x == 0;
   auto stamp = [&](int s, int c) { p.stamps[stamp_index(blk, s, c, NSTAMP, MAX_CHUNKS)] = global_ns(); };
 
-  if (lane == 0) mbar_init(&mbar[w]);
+  if (lane == 0) mbarrier_init(&mbar[w], 1);
   for (int i = threadIdx.x; i < RW; i += blockDim.x) coltop_s[i] = make_uint4(0, 0, 0, 0);
   if (threadIdx.x == 0) misc[1] = make_uint4(0, 0, 0, 0);
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   __syncthreads();
 
   // Requests rows [r0, r1) of this warp's part of chunk c (lane 0 only; clipped to the image).
@@ -102,7 +101,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_resident(params p) {
     r1 = std::min(r1, std::min(cr.th, p.H - ya));
     if (r0 >= r1) return;
     mbar_expect_tx(&mbar[w], unsigned(r1 - r0) * RW * 4);
-    for (int r = r0; r < r1; ++r) bulk_copy(my + r * RW, p.img + std::size_t(ya + r) * p.W + x0, RW * 4, &mbar[w], pol);
+    for (int r = r0; r < r1; ++r) bulk_copy_to_shared<true>(my + r * RW, p.img + std::size_t(ya + r) * p.W + x0, RW * 4, &mbar[w], pol);
   };
   if (p.mode == 3) return;  // the launch and set-up alone
   if (lane == 0) {
@@ -118,7 +117,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_resident(params p) {
     const int rtop = w * cr.th, ya = cr.top + rtop;
     const int n = std::max(0, std::min(cr.th, p.H - ya));
     const std::size_t base = (std::size_t(slot) * p.Gy + I) * p.Gx + J;
-    mbar_wait(&mbar[w], unsigned(c & 1));
+    mbarrier_wait(&mbar[w], unsigned(c & 1));
     if (stamping) stamp(0, c);
 
     // 2. Sums of the warp's rows.

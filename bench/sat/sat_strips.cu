@@ -70,7 +70,7 @@ __device__ __forceinline__ bool tags_are(u64 a, u64 b, u64 c, u64 d, unsigned ta
 }
 //! Four tagged words {v.c, tag} into this block's shared memory (each 64-bit element single-copy atomic).
 __device__ __forceinline__ void put4_local(u64* p, uint4 v, unsigned tag) {
-  const unsigned a = smem_u32(p);
+  const unsigned a = shared_address(p);
   asm volatile("st.relaxed.cluster.shared::cta.v2.u64 [%0], {%1, %2};" ::"r"(a), "l"(tagged(v.x, tag)), "l"(tagged(v.y, tag)) : "memory");
   asm volatile("st.relaxed.cluster.shared::cta.v2.u64 [%0+16], {%1, %2};" ::"r"(a), "l"(tagged(v.z, tag)), "l"(tagged(v.w, tag)) : "memory");
 }
@@ -95,7 +95,7 @@ __device__ __forceinline__ bool get4_global(const u64* p, unsigned tag, uint4& v
 }
 __device__ __forceinline__ unsigned load_count(const unsigned* p) {
   unsigned v;
-  asm volatile("ld.relaxed.cluster.shared::cta.u32 %0, [%1];" : "=r"(v) : "r"(smem_u32(p)) : "memory");
+  asm volatile("ld.relaxed.cluster.shared::cta.u32 %0, [%1];" : "=r"(v) : "r"(shared_address(p)) : "memory");
   return v;
 }
 //! Counts one reader done with block `rank`'s slot (its counter at local address `a`).
@@ -259,7 +259,7 @@ __global__ void __launch_bounds__(640, 1) walk_strips(params p, int P, int Q, in
         if (b >= K) wait_count(&sh.agg_done[s], n * agg_readers, lane);
         const long long t1 = STAMPS ? clock64() : 0;
         {  // the band's pixels into the slot by row (rows below the image zero-filled)
-          const unsigned dst = smem_u32(v.pix) + unsigned(lane) * 4;
+          const unsigned dst = shared_address(v.pix) + unsigned(lane) * 4;
           const std::uint32_t* src = p.img + std::size_t(y0) * p.w + x;
 #pragma unroll
           for (int r = 0; r < BH; ++r)
@@ -301,8 +301,8 @@ __global__ void __launch_bounds__(640, 1) walk_strips(params p, int P, int Q, in
         if (MODE == 1) {
           rc = p.given[std::size_t(y0 + lane) * p.S + strip];
         } else {  // the row sums of the blocks to the left in the cluster, and every block's xp
-          rc = sum_cluster<8>(smem_u32(v.agg + lane * 4), smem_u32(&sh.agg_done[s]), 0, int(rank), tag, lane);
-          if (cid > 0) rc = add4(rc, sum_cluster<8>(smem_u32(v.xp + lane * 4), smem_u32(&sh.xp_done[s]), 0, nreal, tag, lane));
+          rc = sum_cluster<8>(shared_address(v.agg + lane * 4), shared_address(&sh.agg_done[s]), 0, int(rank), tag, lane);
+          if (cid > 0) rc = add4(rc, sum_cluster<8>(shared_address(v.xp + lane * 4), shared_address(&sh.xp_done[s]), 0, nreal, tag, lane));
         }
         v.rcs[lane] = rc;  // for the row loop, which reads row r's carry by broadcast
         const uint4 cadd = add4(v.cadd[lane], warp_sum4(rc));  // the band's addition to column `lane`'s carry
@@ -310,7 +310,7 @@ __global__ void __launch_bounds__(640, 1) walk_strips(params p, int P, int Q, in
         const long long t2 = STAMPS ? clock64() : 0;
         uint4 colin;
         {
-          const unsigned a = map_rank(smem_u32(&sh.col[lane][0]), rank);
+          const unsigned a = map_rank(shared_address(&sh.col[lane][0]), rank);
           while (!get4_cluster(a, tag, colin)) __nanosleep(32);
           put4_local(&sh.col[lane][0], add4(colin, cadd), tag + 1);
         }
@@ -345,7 +345,7 @@ __global__ void __launch_bounds__(640, 1) walk_strips(params p, int P, int Q, in
         const unsigned n = unsigned(b / K), tag = unsigned(b) + 1;
         const slot_view v(dyn, s);
         if (totaler) {
-          const uint4 t = sum_cluster<8>(smem_u32(v.agg + lane * 4), smem_u32(&sh.agg_done[s]), 0, p.C, tag, lane);
+          const uint4 t = sum_cluster<8>(shared_address(v.agg + lane * 4), shared_address(&sh.agg_done[s]), 0, p.C, tag, lane);
           put4_global(p.tot + ((std::size_t(cid) * p.NB + b) * 32 + lane) * 4, t, p.epoch);  // as sum_totals_strided reads it
         }
         const long long t1 = STAMPS ? clock64() : 0;
