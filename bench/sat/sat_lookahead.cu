@@ -146,12 +146,16 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
   // the calling warp. Each walker requests its band of chunks 0 and 1 at the start, and of chunk
   // c + 2 once it is done with chunk c (bl) or, where the bands move, the last walker done with
   // chunk c requests every band.
+  // Band k of region row I in chunk c: its rows [r0, r1), the region's first at image row `top`.
+  auto band_of = [&](int c, int k, int& top, int& r0, int& r1) {
+    int rh, n;
+    region_rows(p, c, I, rh, top, n);
+    band_rows(k, K, rh, n, r0, r1);
+  };
   auto load_band = [&](int c, int k) {
     const int b = c & 1;
-    int start, rh, r0, r1;
-    chunk_geometry(p, c, start, rh);
-    const int top = start + I * rh;
-    band_rows(k, K, rh, std::max(0, std::min(rh, p.H - top)), r0, r1);
+    int top, r0, r1;
+    band_of(c, k, top, r0, r1);
     unsigned long long* m = &loadbar[b * MAXK + k];
     std::uint32_t* buf = img_s + std::size_t(b) * p.RHmax * RW;
     const std::uint64_t pol = policy_evict_first();  // the summers have read the rows already (most often)
@@ -183,26 +187,18 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
         }
       }
     };
-    auto band_of = [&](int c, int& top, int& r0, int& r1) {
-      int start, rh;
-      chunk_geometry(p, c, start, rh);
-      top = start + I * rh;
-      band_rows(k, K, rh, std::max(0, std::min(rh, p.H - top)), r0, r1);
-    };
     if (p.ahead) {
       int top, r0, r1;
-      band_of(0, top, r0, r1);
+      band_of(0, k, top, r0, r1);
       load_batch(top, r0, r1);
     }
     for (int c = 0; c < p.NC; ++c) {
       const int s = c % NS, xs = c % XS;
       int top, r0, r1;
-      band_of(c, top, r0, r1);
+      band_of(c, k, top, r0, r1);
       if (p.pf && c + 1 < p.NC) {  // the next chunk's band rows into L2, a row a lane
-        int s1, rh1, q0, q1;
-        chunk_geometry(p, c + 1, s1, rh1);
-        const int top1 = s1 + I * rh1, n1 = std::max(0, std::min(rh1, p.H - top1));
-        band_rows(k, K, rh1, n1, q0, q1);
+        int top1, q0, q1;
+        band_of(c + 1, k, top1, q0, q1);
         for (int r = q0 + lane; r < q1; r += 32) prefetch_l2(p.img + std::size_t(top1 + r) * p.W + x0, RW * 4);
       }
       if (c >= NS) mbarrier_wait(&freed[s], unsigned((c - NS) / NS) & 1u);  // the walkers left slot s (chunk c - NS)
@@ -232,7 +228,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
       }
       if (p.ahead && c + 1 < p.NC) {  // the next chunk's first batch, in flight during the publication
         int t1, q0, q1;
-        band_of(c + 1, t1, q0, q1);
+        band_of(c + 1, k, t1, q0, q1);
         load_batch(t1, q0, q1);
       }
       uint4* bc = reinterpret_cast<uint4*>(bandcol + (std::size_t(s) * K + k) * RW);
@@ -272,9 +268,8 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
     for (int i = 0; i < 8; ++i) coltop[i] = make_uint4(0, 0, 0, 0);
     for (int c = 0; c < p.NC; ++c) {
       const int s = c % NS, xs = c % XS;
-      int start, rh;
-      chunk_geometry(p, c, start, rh);
-      const int top = start + I * rh, n = std::max(0, std::min(rh, p.H - top));
+      int rh, top, n;
+      region_rows(p, c, I, rh, top, n);
       const std::size_t slotbase = std::size_t(xs) * p.Gy * p.Gx;
       if (rows && lane == 0) {
         while (ld_acquire_gpu(&p.cnt[c]) < p.target) {
@@ -338,10 +333,8 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
     for (int c = 0; c < std::min(2, p.NC); ++c) load_band(c, k);
     for (int c = 0; c < p.NC; ++c) {
       const int b = c & 1, s = c % NS;
-      int start, rh;
-      chunk_geometry(p, c, start, rh);
-      const int top = start + I * rh, n = std::max(0, std::min(rh, p.H - top));
-      int r0, r1;
+      int rh, top, n, r0, r1;
+      region_rows(p, c, I, rh, top, n);
       band_rows(k, K, rh, n, r0, r1);
       mbarrier_wait(&loadbar[b * MAXK + k], unsigned(c >> 1) & 1u);
       if (k == 0 && lane == 0) stamp(6, c);

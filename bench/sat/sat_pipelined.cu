@@ -172,9 +172,8 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
   const std::uint64_t pol = policy_evict_first();
   auto load_chunk = [&](int c) {
     const int b = c & 1;
-    int start, rh;
-    chunk_geometry(p, c, start, rh);
-    const int top = start + I * rh, n = std::max(0, std::min(rh, p.H - top));
+    int rh, top, n;
+    region_rows(p, c, I, rh, top, n);
     std::uint32_t* buf = img_s + std::size_t(b) * p.RHmax * RW;
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the walkers' reads of the buffer, then the copies' writes
     for (int pw = 0; pw < P; ++pw) {
@@ -207,9 +206,8 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
     for (int c = 0; c < p.NC; ++c) {
       const int b = c & 1, slot = TAGGED ? c % 3 : c & 1;
       const unsigned tag32 = p.seq0 + unsigned(c), tag8 = tag32 % 255u + 1u;
-      int start, rh;
-      chunk_geometry(p, c, start, rh);
-      const int top = start + I * rh, n = std::max(0, std::min(rh, p.H - top));
+      int rh, top, n;
+      region_rows(p, c, I, rh, top, n);
       const std::size_t base = (std::size_t(slot) * p.Gy + I) * p.Gx + J;
       std::uint32_t* buf = img_s + std::size_t(b) * p.RHmax * RW;
       // 1. This warp's bands of the chunk, requested by load_chunk.
@@ -365,9 +363,8 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
       if (threadIdx.x == 0) stamp(9, c);
       mbar_arrive(&ready[b]);
       if (p.pre && c + 2 < p.NC) {  // L2 reuse experiment: read chunk c + 2's rows now; walkers load them later
-        int s2, rh2;
-        chunk_geometry(p, c + 2, s2, rh2);
-        const int top2 = s2 + I * rh2, n2 = std::max(0, std::min(rh2, p.H - top2));
+        int rh2, top2, n2;
+        region_rows(p, c + 2, I, rh2, top2, n2);
         const std::uint64_t lp = policy_evict_last();
         std::uint32_t acc = 0;
 #pragma unroll 4
@@ -387,10 +384,8 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
     const std::uint64_t spol = policy_evict_first();
     for (int c = 0; c < p.NC; ++c) {
       const int b = c & 1;
-      int start, rh;
-      chunk_geometry(p, c, start, rh);
-      const int top = start + I * rh, n = std::max(0, std::min(rh, p.H - top));
-      int r0, r1;
+      int rh, top, n, r0, r1;
+      region_rows(p, c, I, rh, top, n);
       band_rows(k, K, rh, n, r0, r1);
       const std::uint32_t* buf = img_s + std::size_t(b) * p.RHmax * RW;
       mbarrier_wait(&ready[b], unsigned(c >> 1) & 1u);

@@ -28,6 +28,15 @@ __host__ __device__ inline void chunk_geometry(const Params& p, int c, int& star
   rh = c == p.NC - 1 ? p.RHL : c ? p.RH : p.RH0;
   start = c ? p.Gy * (p.RH0 + (c - 1) * p.RH) : 0;
 }
+//! Region row I's rows of chunk c: rh rows a region, the first at image row `top`, n of them in the
+//! image (fewer at the bottom, 0 past it).
+template <class Params>
+__host__ __device__ inline void region_rows(const Params& p, int c, int I, int& rh, int& top, int& n) {
+  int start;
+  chunk_geometry(p, c, start, rh);
+  top = start + I * rh;
+  n = std::max(0, std::min(rh, p.H - top));
+}
 //! Band k's rows [r0, r1) of a region with rh rows this chunk, n of them in the image.
 __host__ __device__ inline void band_rows(int k, int K, int rh, int n, int& r0, int& r1) {
   r0 = k * rh / K;
