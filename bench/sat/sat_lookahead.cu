@@ -217,7 +217,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
             words[q][0] = a.x, words[q][1] = a.y, words[q][2] = a.z, words[q][3] = a.w;
             words[q][4] = b.x, words[q][5] = b.y, words[q][6] = b.z, words[q][7] = b.w;
           }
-          sum_four_rows(words, bRB, bGA, sRB, sGA);
+          sum_rows(words, bRB, bGA, sRB, sGA);
 #pragma unroll
           for (int q = 0; q < 4; ++q)
             if (rb + g + q < r1) {

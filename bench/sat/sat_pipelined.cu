@@ -232,7 +232,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
               for (int i = 0; i < 8; ++i) v[q][i] = 0;
             }
           }
-          sum_four_rows(v, bRB, bGA, sRB, sGA);
+          sum_rows(v, bRB, bGA, sRB, sGA);
 #pragma unroll
           for (int q = 0; q < 4; ++q)
             if (r + q < r1) {

@@ -162,6 +162,34 @@ __device__ __forceinline__ void row_scan_rgba8(uint4 unit, int lane, std::uint32
   xGA -= sGA;
 }
 
+//! Adds R rows of RGBA8 pixels (N words a lane each, as v[row][word]) to the lane's N column sums
+//! cRB / cGA and leaves each row's sum over the warp in sRB / sGA (in every lane), all as the 16-bit
+//! pairs R|B and G|A; the R butterfly reductions interleave. A row of zeros adds nothing.
+template <int R, int N>
+__device__ __forceinline__ void sum_rows(const std::uint32_t (&v)[R][N], std::uint32_t (&cRB)[N], std::uint32_t (&cGA)[N],
+                                         std::uint32_t (&sRB)[R], std::uint32_t (&sGA)[R]) {
+#pragma unroll
+  for (int q = 0; q < R; ++q) {
+    sRB[q] = 0;
+    sGA[q] = 0;
+#pragma unroll
+    for (int u = 0; u < N; ++u) {
+      const std::uint32_t rb = v[q][u] & 0x00FF00FFu, ga = (v[q][u] >> 8) & 0x00FF00FFu;
+      cRB[u] += rb;
+      cGA[u] += ga;
+      sRB[q] += rb;
+      sGA[q] += ga;
+    }
+  }
+#pragma unroll
+  for (int o = 16; o; o >>= 1)
+#pragma unroll
+    for (int q = 0; q < R; ++q) {
+      sRB[q] += __shfl_xor_sync(~0u, sRB[q], o);
+      sGA[q] += __shfl_xor_sync(~0u, sGA[q], o);
+    }
+}
+
 //! Sums over rows of RGBA8 pixels, N words (pixels) a lane wherever they lie in the row, row after
 //! row: each lane's N column sums and each row's sum, as the 16-bit pairs R|B and G|A (a row sum over
 //! at most 257 px, and a column sum over up to 257 rows, fit 16 bits).
@@ -171,21 +199,12 @@ struct lane_sums {
   std::uint32_t myRB = 0, myGA = 0;        // the sum of row `lane` (row index r == lane)
   //! Adds row r (the lane's words q of it); its sum goes to every lane in sRB, sGA.
   __device__ __forceinline__ void add_words(const std::uint32_t (&q)[N], int r, int lane, std::uint32_t& sRB, std::uint32_t& sGA) {
-    sRB = 0;
-    sGA = 0;
+    std::uint32_t v[1][N], s1[1], s2[1];
 #pragma unroll
-    for (int u = 0; u < N; ++u) {
-      const std::uint32_t rb = q[u] & 0x00FF00FFu, ga = (q[u] >> 8) & 0x00FF00FFu;
-      cRB[u] += rb;
-      cGA[u] += ga;
-      sRB += rb;
-      sGA += ga;
-    }
-#pragma unroll
-    for (int o = 16; o; o >>= 1) {
-      sRB += __shfl_xor_sync(~0u, sRB, o);
-      sGA += __shfl_xor_sync(~0u, sGA, o);
-    }
+    for (int u = 0; u < N; ++u) v[0][u] = q[u];
+    sum_rows(v, cRB, cGA, s1, s2);
+    sRB = s1[0];
+    sGA = s2[0];
     if (lane == r) {
       myRB = sRB;
       myGA = sGA;

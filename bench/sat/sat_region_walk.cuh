@@ -77,32 +77,6 @@ __device__ __forceinline__ void row_words(const std::uint32_t* buf, int r, int l
   v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
 }
 
-//! Adds four rows (8 px a lane each, as words) to a band's column sums bRB / bGA and leaves each
-//! row's sum over the warp in sRB / sGA (R|B, G|A pairs, in every lane): four independent
-//! butterfly reductions. A row past the band is all zeros.
-__device__ __forceinline__ void sum_four_rows(const std::uint32_t (&v)[4][8], std::uint32_t (&bRB)[8], std::uint32_t (&bGA)[8],
-                                              std::uint32_t (&sRB)[4], std::uint32_t (&sGA)[4]) {
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    sRB[q] = 0;
-    sGA[q] = 0;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const std::uint32_t x = v[q][i] & 0x00FF00FFu, y = (v[q][i] >> 8) & 0x00FF00FFu;
-      bRB[i] += x;
-      bGA[i] += y;
-      sRB[q] += x;
-      sGA[q] += y;
-    }
-  }
-#pragma unroll
-  for (int o = 16; o; o >>= 1)
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      sRB[q] += __shfl_xor_sync(~0u, sRB[q], o);
-      sGA[q] += __shfl_xor_sync(~0u, sGA[q], o);
-    }
-}
 //! One warp: rl[r] for the region's n rows = rows 0..r of the image left of the region.
 //! row_left(r) is row r's sum over the regions to the left.
 template <class RowLeft>
