@@ -342,7 +342,8 @@ __global__ void __launch_bounds__(MAX_THREADS, 1) sat_chunks(const __grid_consta
   if (threadIdx.x == 0) {
     for (int i = 0; i < 4; ++i) ctr->walked[i] = 0;
     ctr->carries = 0;
-    for (int i = 0; i < K * p.NU; ++i) mbarrier_init(s_mbar + i, 1);
+    for (int i = 0; i < K * p.NU; ++i) mbarrier_init_only(s_mbar + i, 1);
+    mbarrier_init_visible();
     if (p.stamps) p.stamps[stamp_index(b, 3, 0, NSTAMP, MAX_CHUNKS)] = global_ns();
   }
   for (int i = threadIdx.x; i < w; i += blockDim.x) s_ccarry[i] = make_uint4(0, 0, 0, 0);

@@ -129,14 +129,15 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_lookahead(const __grid_
   };
   if (threadIdx.x == 0) {
     for (int b = 0; b < 2; ++b) {
-      for (int k = 0; k < MAXK; ++k) mbarrier_init(&loadbar[b * MAXK + k], 1);
+      for (int k = 0; k < MAXK; ++k) mbarrier_init_only(&loadbar[b * MAXK + k], 1);
       done[b] = 0;
     }
     for (int s = 0; s < MAXNS; ++s) {
-      mbarrier_init(&ready[s], unsigned(K + 2) * 32);  // every summer and carrier lane, after its writes
-      mbarrier_init(&freed[s], unsigned(K));           // every walker warp, after its reads
+      mbarrier_init_only(&ready[s], unsigned(K + 2) * 32);  // every summer and carrier lane, after its writes
+      mbarrier_init_only(&freed[s], unsigned(K));           // every walker warp, after its reads
     }
-    mbarrier_init(xbar, 1);
+    mbarrier_init_only(xbar, 1);
+    mbarrier_init_visible();
     if (p.stamps) p.stamps[stamp_index(blk, 5, 0, NSTAMP, MAX_CHUNKS)] = smid();
   }
   __syncthreads();

@@ -155,12 +155,13 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_pipelined(const __grid_
     if (p.stamps) p.stamps[stamp_index(blk, s, c, NSTAMP, MAX_CHUNKS)] = global_ns();
   };
   if (threadIdx.x == 0) {
-    for (int i = 0; i < 2 * P; ++i) mbarrier_init(&loadbar[i], 1);
+    for (int i = 0; i < 2 * P; ++i) mbarrier_init_only(&loadbar[i], 1);
     for (int b = 0; b < 2; ++b) {
-      mbarrier_init(&ready[b], unsigned(P) * 32);  // every producer lane arrives after its writes
+      mbarrier_init_only(&ready[b], unsigned(P) * 32);  // every producer lane arrives after its writes
       done[b] = 0;
     }
-    mbarrier_init(xbar, 1);
+    mbarrier_init_only(xbar, 1);
+    mbarrier_init_visible();
     if (p.stamps) p.stamps[stamp_index(blk, 5, 0, NSTAMP, MAX_CHUNKS)] = smid();
   }
   __syncthreads();

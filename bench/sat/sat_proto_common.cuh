@@ -232,6 +232,8 @@ struct strip_sums : lane_sums<4> {
 using canopy::detail::bulk_copy_to_shared;
 using canopy::detail::mbarrier_arrive_expect_bytes;
 using canopy::detail::mbarrier_init;
+using canopy::detail::mbarrier_init_only;
+using canopy::detail::mbarrier_init_visible;
 using canopy::detail::mbarrier_wait;
 using canopy::detail::shared_address;
 //! Adds `bytes` of bulk copies to the current phase of `m` without arriving.

@@ -25,13 +25,25 @@ __device__ __forceinline__ unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-__device__ __forceinline__ void mbarrier_init(unsigned long long* bar, unsigned arrivals) {
+//! Initialises a barrier without making it visible yet: a thread that initialises many calls
+//! mbarrier_init_visible() once after the last.
+__device__ __forceinline__ void mbarrier_init_only(unsigned long long* bar, unsigned arrivals) {
 #if CANOPY_HAS_BULK_COPY
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(bar)), "r"(arrivals) : "memory");
-  // Make the initialised barrier visible to the copy engine (async proxy) too.
+#endif
+}
+
+//! Makes the barriers this thread initialised visible to the copy engine (async proxy) too.
+__device__ __forceinline__ void mbarrier_init_visible() {
+#if CANOPY_HAS_BULK_COPY
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 #endif
+}
+
+__device__ __forceinline__ void mbarrier_init(unsigned long long* bar, unsigned arrivals) {
+  mbarrier_init_only(bar, arrivals);
+  mbarrier_init_visible();
 }
 
 //! One arrival that also announces `bytes` of copies completing on the barrier's current phase.
