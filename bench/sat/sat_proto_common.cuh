@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <canopy/core/detail/bulk_copy.cuh>
+#include <canopy/structures/detail/sat_region_kernels.cuh>
 
 #include "common/bench_common.hpp"
 
@@ -27,6 +28,26 @@
   } while (0)
 
 namespace sat_proto {
+
+// Warp arithmetic on RGBA sums, the sm_90 pieces and the region parameters: the library's region
+// kernel's (canopy/structures/detail/sat_region_kernels.cuh).
+using canopy::detail::sat_region::add4;
+using canopy::detail::sat_region::ld_acquire_gpu;
+using canopy::detail::sat_region::mbar_arrive;
+using canopy::detail::sat_region::mbar_expect_tx;
+using canopy::detail::sat_region::named_barrier;
+using canopy::detail::sat_region::region_params;
+using canopy::detail::sat_region::rgba_of_pairs;
+using canopy::detail::sat_region::shfl4;
+using canopy::detail::sat_region::smid;
+using canopy::detail::sat_region::stamp_index;
+using canopy::detail::sat_region::sub4;
+using canopy::detail::sat_region::sum_rows;
+using canopy::detail::sat_region::warp_exclusive_sum4;
+using canopy::detail::sat_region::warp_inclusive_sum;
+using canopy::detail::sat_region::warp_inclusive_sum4;
+using canopy::detail::sat_region::warp_inclusive_sums;
+using canopy::detail::sat_region::warp_sum4;
 
 __device__ __forceinline__ std::uint64_t policy_evict_first() {
   std::uint64_t p;
@@ -77,62 +98,6 @@ __device__ __forceinline__ std::uint64_t global_ns() {
   return t;
 }
 
-//! Inclusive sum of x over lanes 0..lane of the warp.
-__device__ __forceinline__ std::uint32_t warp_inclusive_sum(std::uint32_t x, int lane) {
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const std::uint32_t y = __shfl_up_sync(~0u, x, o);
-    if (lane >= o) x += y;
-  }
-  return x;
-}
-
-//! Inclusive sum of each channel of v over lanes 0..lane of the warp.
-__device__ __forceinline__ uint4 warp_inclusive_sum4(uint4 v, int lane) {
-  return make_uint4(warp_inclusive_sum(v.x, lane), warp_inclusive_sum(v.y, lane), warp_inclusive_sum(v.z, lane),
-                    warp_inclusive_sum(v.w, lane));
-}
-
-//! R, G, B, A from the 16-bit pairs R|B and G|A that the RGBA8 sums keep.
-__device__ __forceinline__ uint4 rgba_of_pairs(std::uint32_t rb, std::uint32_t ga) {
-  return make_uint4(rb & 0xFFFFu, ga & 0xFFFFu, rb >> 16, ga >> 16);
-}
-
-//! The same from a (R|B, G|A) pair word as the prototypes' exchanges keep it.
-__device__ __forceinline__ uint4 rgba_of_pairs(uint2 v) { return rgba_of_pairs(v.x, v.y); }
-
-//! Channel-wise sum and difference of two RGBA words.
-__device__ __forceinline__ uint4 add4(uint4 a, uint4 b) { return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
-__device__ __forceinline__ uint4 sub4(uint4 a, uint4 b) { return make_uint4(a.x - b.x, a.y - b.y, a.z - b.z, a.w - b.w); }
-//! Sum of each channel of v over lanes 0..lane - 1 of the warp (0 in lane 0).
-__device__ __forceinline__ uint4 warp_exclusive_sum4(uint4 v, int lane) { return sub4(warp_inclusive_sum4(v, lane), v); }
-//! Channel-wise sum of v over the warp's 32 lanes (every lane gets it).
-__device__ __forceinline__ uint4 warp_sum4(uint4 v) {
-#pragma unroll
-  for (int o = 16; o; o >>= 1)
-    v = add4(v, make_uint4(__shfl_xor_sync(~0u, v.x, o), __shfl_xor_sync(~0u, v.y, o), __shfl_xor_sync(~0u, v.z, o), __shfl_xor_sync(~0u, v.w, o)));
-  return v;
-}
-
-//! Each channel of v as lane src holds it.
-__device__ __forceinline__ uint4 shfl4(uint4 v, int src) {
-  return make_uint4(__shfl_sync(~0u, v.x, src), __shfl_sync(~0u, v.y, src), __shfl_sync(~0u, v.z, src), __shfl_sync(~0u, v.w, src));
-}
-
-//! Inclusive sums of each of v[0..N) over lanes 0..lane of the warp, side by side (N independent
-//! scans whose shuffles interleave).
-template <int N>
-__device__ __forceinline__ void warp_inclusive_sums(std::uint32_t (&v)[N], int lane) {
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    std::uint32_t u[N];
-#pragma unroll
-    for (int q = 0; q < N; ++q) u[q] = __shfl_up_sync(~0u, v[q], o);
-    if (lane >= o)
-#pragma unroll
-      for (int q = 0; q < N; ++q) v[q] += u[q];
-  }
-}
 //! The same for two words (two packed pairs).
 __device__ __forceinline__ void warp_inclusive_sum2(std::uint32_t& a, std::uint32_t& b, int lane) {
   std::uint32_t v[2] = {a, b};
@@ -160,34 +125,6 @@ __device__ __forceinline__ void row_scan_rgba8(uint4 unit, int lane, std::uint32
   warp_inclusive_sum2(xRB, xGA, lane);
   xRB -= sRB;
   xGA -= sGA;
-}
-
-//! Adds R rows of RGBA8 pixels (N words a lane each, as v[row][word]) to the lane's N column sums
-//! cRB / cGA and leaves each row's sum over the warp in sRB / sGA (in every lane), all as the 16-bit
-//! pairs R|B and G|A; the R butterfly reductions interleave. A row of zeros adds nothing.
-template <int R, int N>
-__device__ __forceinline__ void sum_rows(const std::uint32_t (&v)[R][N], std::uint32_t (&cRB)[N], std::uint32_t (&cGA)[N],
-                                         std::uint32_t (&sRB)[R], std::uint32_t (&sGA)[R]) {
-#pragma unroll
-  for (int q = 0; q < R; ++q) {
-    sRB[q] = 0;
-    sGA[q] = 0;
-#pragma unroll
-    for (int u = 0; u < N; ++u) {
-      const std::uint32_t rb = v[q][u] & 0x00FF00FFu, ga = (v[q][u] >> 8) & 0x00FF00FFu;
-      cRB[u] += rb;
-      cGA[u] += ga;
-      sRB[q] += rb;
-      sGA[q] += ga;
-    }
-  }
-#pragma unroll
-  for (int o = 16; o; o >>= 1)
-#pragma unroll
-    for (int q = 0; q < R; ++q) {
-      sRB[q] += __shfl_xor_sync(~0u, sRB[q], o);
-      sGA[q] += __shfl_xor_sync(~0u, sGA[q], o);
-    }
 }
 
 //! Sums over rows of RGBA8 pixels, N words (pixels) a lane wherever they lie in the row, row after
@@ -236,29 +173,6 @@ using canopy::detail::mbarrier_init_only;
 using canopy::detail::mbarrier_init_visible;
 using canopy::detail::mbarrier_wait;
 using canopy::detail::shared_address;
-//! Adds `bytes` of bulk copies to the current phase of `m` without arriving.
-__device__ __forceinline__ void mbar_expect_tx(unsigned long long* m, unsigned bytes) {
-  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(shared_address(m)), "r"(bytes) : "memory");
-}
-//! One arrival on `m` (release at CTA scope).
-__device__ __forceinline__ void mbar_arrive(unsigned long long* m) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(m)) : "memory");
-}
-//! A word another block publishes, read with acquire semantics at GPU scope.
-__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* a) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(a) : "memory");
-  return v;
-}
-//! The SM this thread runs on.
-__device__ __forceinline__ unsigned smid() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
-  return r;
-}
-//! Named barrier `id` of `threads` threads (a multiple of 32): the warps of one role.
-__device__ __forceinline__ void named_barrier(int id, int threads) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory"); }
-
 //! Whether a CUDA device can be used; if not, says so as `program` (the caller exits 77: skipped).
 inline bool cuda_device_present(const char* program) {
   int device = 0;
@@ -393,11 +307,6 @@ struct test_image {
   test_image& operator=(const test_image&) = delete;
 };
 
-//! Where stamp s of block b and chunk c lives in the prototypes' stamp arrays, [block][stamp][chunk].
-__host__ __device__ inline std::size_t stamp_index(int b, int s, int c, int nstamp, int max_chunks) {
-  return (std::size_t(b) * nstamp + s) * max_chunks + c;
-}
-
 //! A build's stamps, copied to the host after the GPU is done: `blocks` x `nstamp` x `max_chunks`
 //! words (globaltimer ns, or counts where a prototype says so).
 struct stamp_table {
@@ -417,22 +326,6 @@ struct stamp_table {
     for (int b = 0; b < blocks; ++b) t = std::min(t, at(b, s, c));
     return t;
   }
-};
-
-//! The kernel parameters every region prototype has (canopy-sat-resident, canopy-sat-pipelined):
-//! the image and table, the region grid, the chunk count, the exchange buffers and the build's
-//! barrier target, the mode and the stamps.
-struct region_params {
-  const std::uint32_t* img;
-  uint4* tab;
-  int W, H, Gx, Gy, NC;
-  uint2* rowsum;                 // region row sums (slots x Gy x Gx x rows)
-  uint2* colsum;                 // region column sums (slots x Gy x Gx x region width)
-  uint4* total;                  // region totals (slots x Gy x Gx)
-  unsigned* cnt;                 // grid barrier of each chunk
-  unsigned target;               // epoch x blocks: the count that releases this build's barriers
-  int mode;                      // each prototype's modes; 3 is always the empty kernel (set-up only)
-  unsigned long long* stamps;    // stamp_index layout, or null
 };
 
 //! The global buffers of the prototypes whose blocks hold regions of a chunk (canopy-sat-resident,
@@ -478,9 +371,7 @@ struct region_exchange {
   //! Chunks of a height-H image whose first chunk has R0 rows and the others R; the first row of
   //! the last chunk goes to `last_start`.
   static int chunks_of(int H, int R0, int R, int& last_start) {
-    const int n = H <= R0 ? 1 : 1 + (H - R0 + R - 1) / R;
-    last_start = n == 1 ? 0 : R0 + (n - 2) * R;
-    return n;
+    return canopy::detail::sat_region::chunks_of(H, R0, R, last_start);
   }
   //! Starts a plan: a W x H image cut into region columns RW px wide (W must be a multiple), up to
   //! Gy region rows a chunk (fewer when Gx x Gy would pass the SMs), these buffers. Says why not.

@@ -7,6 +7,7 @@
 #include <canopy/structures/sat.hpp>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -646,6 +647,192 @@ TEST_F(CudaSat, Rgba8And4096x4096) {
     check_case<float, float>(ctx(), 4096, 4096, 1, a, distribution::uniform_full, 43, 8);
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The region kernel (RGBA8 -> u32, widths a multiple of 256 px, sm_90 with 227 KB of shared memory a
+// block: H100, H200; detail/sat_region_kernels.cuh). Where the device cannot run it the same builds
+// take the tile kernel, and the tests still check the tables; the launch counts are checked on
+// sm_90.
+
+bool region_kernel_expected(const canopy::context& ctx) {
+  return ctx.device().compute_capability_major == 9 && ctx.device().shared_memory_per_block_optin >= 227 * 1024;
+}
+
+TEST_F(CudaSat, RegionKernelBuildsRgba8AtWidthsOf256) {
+  // Heights that leave one chunk (1, 33), a partial last chunk, regions past the bottom (47 rows
+  // over 8 region rows), several region columns (up to 15 at 3840), random and all-255 images.
+  auto& hooks = canopy::detail::sat::testing();
+  const std::vector<std::pair<int, int>> sizes = {{256, 1},    {256, 33},  {512, 47},   {1024, 100},
+                                                  {768, 1000}, {2048, 300}, {3840, 2160}, {256, 3000}};
+  const unsigned long long before = hooks.region_launches;
+  int builds = 0;
+  for (auto [w, h] : sizes)
+    for (auto d : {distribution::uniform_full, distribution::all_max}) {
+      check_case<std::uint8_t, std::uint32_t>(ctx(), w, h, 4, canopy::sat_algorithm::single_pass, d,
+                                              std::uint64_t(w) * 7 + h, 12);
+      ++builds;
+    }
+  if (region_kernel_expected(ctx())) EXPECT_EQ(hooks.region_launches - before, unsigned(builds));
+  // The automatic choice takes it too; other widths, channel counts and the two-pass baseline do not.
+  const unsigned long long after = hooks.region_launches;
+  check_case<std::uint8_t, std::uint32_t>(ctx(), 1024, 100, 4, canopy::sat_algorithm::automatic,
+                                          distribution::uniform_full, 5, 12);
+  if (region_kernel_expected(ctx())) EXPECT_EQ(hooks.region_launches - after, 1u);
+  check_case<std::uint8_t, std::uint32_t>(ctx(), 1000, 100, 4, canopy::sat_algorithm::single_pass,
+                                          distribution::uniform_full, 6, 12);
+  check_case<std::uint8_t, std::uint32_t>(ctx(), 1024, 100, 3, canopy::sat_algorithm::single_pass,
+                                          distribution::uniform_full, 7, 12);
+  check_case<std::uint8_t, std::uint32_t>(ctx(), 1024, 100, 4, canopy::sat_algorithm::two_pass,
+                                          distribution::uniform_full, 8, 12);
+  EXPECT_EQ(hooks.region_launches - after, region_kernel_expected(ctx()) ? 1u : 0u);
+}
+
+TEST_F(CudaSat, RegionKernelWrapsAt8K) {
+  // An all-255 RGBA8 image at 7680 x 4320: entries reach 8.5e9 and wrap twice, yet each equals
+  // 255 (x + 1)(y + 1) mod 2^32 in every channel. The same image through the tile kernel agrees.
+  auto& hooks = canopy::detail::sat::testing();
+  const int w = 7680, h = 4320, c = 4;
+  canopy::buffer<std::uint8_t> image(ctx(), std::size_t(w) * h * c);
+  image.fill_bytes(255);
+  for (bool region : {true, false}) {
+    SCOPED_TRACE(region ? "region kernel" : "tile kernel");
+    hooks.region_kernel_disabled = !region;
+    const unsigned long long before = hooks.region_launches;
+    canopy::summed_area_table<std::uint32_t> sat(ctx());
+    sat.build<std::uint8_t>(image.view(), w, h, c);
+    hooks.region_kernel_disabled = false;
+    std::vector<std::uint32_t> host(std::size_t(w) * h * c);
+    canopy::copy(ctx(), sat.table(), canopy::host_span(host.data(), host.size()));
+    ctx().synchronize();
+    if (region_kernel_expected(ctx())) EXPECT_EQ(hooks.region_launches - before, region ? 1u : 0u);
+    std::size_t bad = 0;
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) {
+        const std::uint32_t want = std::uint32_t(255ull * std::uint64_t(x + 1) * std::uint64_t(y + 1));
+        for (int k = 0; k < c; ++k)
+          if (host[(std::size_t(y) * w + x) * c + k] != want && bad++ < 3) ADD_FAILURE() << x << "," << y << "," << k;
+      }
+    EXPECT_EQ(bad, 0u);
+  }
+}
+
+TEST_F(CudaSat, RegionKernelKeptCountersAcrossBuildsGridsAndWraps) {
+  // summed_area_table's kept exchange: each build adds its block count to every chunk's counter and
+  // waits for builds x blocks, so a stale count would release a grid barrier early (a wrong table)
+  // or never (a hang). Builds through one kept scratch: repeated sizes, sizes with other grids and
+  // chunk counts (the counters are cleared), a tile-kernel build in between, and counts moved to
+  // just below the wrap. Each table checked exactly.
+  auto& hooks = canopy::detail::sat::testing();
+  canopy::detail::sat_kept_scratch kept(ctx());
+  struct step {
+    int w, h;
+    bool near_wrap;
+  };
+  const step steps[] = {{1024, 300, false}, {1024, 300, false}, {1024, 300, false}, {2048, 300, false},
+                        {1024, 700, false}, {1028, 300, false}, {1024, 700, false}, {1024, 700, true},
+                        {1024, 700, false}, {1024, 700, false}, {3840, 200, true},  {512, 47, false}};
+  int index = 0;
+  const unsigned long long before = hooks.region_launches;
+  int region_builds = 0;
+  for (const step& st : steps) {
+    SCOPED_TRACE("step " + std::to_string(index) + ": " + std::to_string(st.w) + "x" + std::to_string(st.h));
+    const int c = 4;
+    const auto img = make_image<std::uint8_t>(st.w, st.h, c, distribution::uniform_full, 2000 + index++);
+    canopy::buffer<std::uint8_t> image(ctx(), img.size());
+    image.assign(img);
+    canopy::buffer<std::uint32_t> table(ctx(), img.size()), none(ctx(), 0);
+    if (st.near_wrap && kept.region_blocks > 0) kept.region_builds = UINT_MAX / unsigned(kept.region_blocks) - 2;
+    canopy::detail::build_sat_kept<std::uint8_t, std::uint32_t>(ctx(), image.view(), st.w, st.h, c, table.view(),
+                                                                none.view(), {}, &kept);
+    if (st.w % 256 == 0) ++region_builds;
+    const auto got = table.to_host();
+    const auto ref = reference_table<std::uint8_t, std::uint32_t>(img, st.w, st.h, c, {});
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      if (got[i] != std::uint32_t(ref[i]) && bad++ < 3) ADD_FAILURE() << "entry " << i;
+    EXPECT_EQ(bad, 0u);
+  }
+  if (region_kernel_expected(ctx())) EXPECT_EQ(hooks.region_launches - before, unsigned(region_builds));
+}
+
+TEST_F(CudaSat, RegionKernelRefusedLaunchFallsBackAndBuildSatUsesTemporaryScratch) {
+  // A grid that cannot be resident at once is refused by the runtime; the build must then take the
+  // tile kernel and leave the kept counters as they were (the next build through the region kernel
+  // must still be exact). build_sat() (no kept scratch) runs the region kernel with temporary
+  // memory whose counters it clears.
+  auto& hooks = canopy::detail::sat::testing();
+  struct reset_surplus {
+    canopy::detail::sat::testing_hooks& h;
+    ~reset_surplus() { h.region_grid_surplus = 0; }
+  } reset{hooks};
+  canopy::summed_area_table<std::uint32_t> sat(ctx());
+  const int w = 1024, h = 500, c = 4;
+  canopy::buffer<std::uint8_t> image(ctx(), std::size_t(w) * h * c);
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const auto img = make_image<std::uint8_t>(w, h, c, distribution::uniform_full, 3000 + round);
+    image.assign(img);
+    const unsigned long long refusals = hooks.cooperative_refusals, launches = hooks.region_launches;
+    hooks.region_grid_surplus = round == 1 ? 1 << 20 : 0;
+    sat.build<std::uint8_t>(image.view(), w, h, c);
+    hooks.region_grid_surplus = 0;
+    std::vector<std::uint32_t> host(sat.table().size());
+    canopy::copy(ctx(), sat.table(), canopy::host_span(host.data(), host.size()));
+    ctx().synchronize();
+    const auto ref = reference_table<std::uint8_t, std::uint32_t>(img, w, h, c, {});
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      if (host[i] != std::uint32_t(ref[i]) && bad++ < 3) ADD_FAILURE() << "entry " << i;
+    EXPECT_EQ(bad, 0u);
+    if (region_kernel_expected(ctx())) {
+      EXPECT_EQ(hooks.region_launches - launches, round == 1 ? 0u : 1u);
+      EXPECT_GE(hooks.cooperative_refusals - refusals, round == 1 ? 1u : 0u);
+    }
+  }
+  const auto img = make_image<std::uint8_t>(w, h, c, distribution::all_max, 3100);
+  image.assign(img);
+  canopy::buffer<std::uint32_t> table(ctx(), img.size()), none(ctx(), 0);
+  const unsigned long long launches = hooks.region_launches;
+  for (int i = 0; i < 2; ++i)
+    canopy::build_sat<std::uint8_t, std::uint32_t>(ctx(), image.view(), w, h, c, table.view(), none.view());
+  const auto got = table.to_host();
+  const auto ref = reference_table<std::uint8_t, std::uint32_t>(img, w, h, c, {});
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    if (got[i] != std::uint32_t(ref[i]) && bad++ < 3) ADD_FAILURE() << "build_sat entry " << i;
+  EXPECT_EQ(bad, 0u);
+  if (region_kernel_expected(ctx())) EXPECT_EQ(hooks.region_launches - launches, 2u);
+}
+
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+TEST_F(CudaSat, RegionKernelGraphCaptureReplaysWithFreshCounters) {
+  // Under capture the region kernel takes temporary memory and clears its counters in the graph,
+  // so every replay waits for its own build (a captured kept target would be stale at the replay).
+  const int w = 1024, h = 700, c = 4;
+  canopy::summed_area_table<std::uint32_t> sat(ctx());
+  canopy::buffer<std::uint8_t> image(ctx(), std::size_t(w) * h * c);
+  image.assign(make_image<std::uint8_t>(w, h, c, distribution::uniform_full, 700));
+  sat.build<std::uint8_t>(image.view(), w, h, c);
+  ctx().synchronize();
+  const canopy_test::captured_graph captured(ctx(), [&] { sat.build<std::uint8_t>(image.view(), w, h, c); });
+  ASSERT_TRUE(captured.ok());
+  for (int replay = 0; replay < 3; ++replay) {
+    const auto img = make_image<std::uint8_t>(w, h, c, distribution::uniform_full, 800 + replay);
+    image.assign(img);
+    ASSERT_EQ(cudaGraphLaunch(captured.exec, ctx().stream()), cudaSuccess);
+    ctx().synchronize();
+    std::vector<std::uint32_t> got(sat.table().size());
+    ASSERT_EQ(cudaMemcpy(got.data(), sat.table().data(), got.size() * sizeof(std::uint32_t), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    const auto ref = reference_table<std::uint8_t, std::uint32_t>(img, w, h, c, {});
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      if (got[i] != std::uint32_t(ref[i]) && bad++ < 3) ADD_FAILURE() << "replay " << replay << " entry " << i;
+    ASSERT_EQ(bad, 0u) << "replay " << replay;
+    sat.build<std::uint8_t>(image.view(), w, h, c);  // an uncaptured build between replays (kept counters)
+  }
+}
+#endif
 
 TEST_F(CudaSat, WrapAround8192SquareOf255) {
   // 255 * 8192 * 8192 = 1.7e10: the table wraps four times, yet every entry equals

@@ -149,9 +149,15 @@ namespace detail {
 //! that only the tile counter is cleared per build (the whole buffer when it grows and before the
 //! epoch wraps); see detail/sat_kernels.cuh, look_back_protocol::tagged.
 struct sat_kept_scratch {
-  explicit sat_kept_scratch(context& ctx) : bytes(ctx, 0) {}
+  explicit sat_kept_scratch(context& ctx) : bytes(ctx, 0), region(ctx, 0) {}
   buffer<unsigned char> bytes;
   unsigned epoch = 0;  //!< the last build's epoch; 0: none since the last clear
+  //! The region kernel's exchange and chunk counters (RGBA8 -> u32 on sm_90,
+  //! detail/sat_region_kernels.cuh). Each build adds its block count to every chunk's counter, so
+  //! only a change of grid or chunk count, fresh memory or a wrap clears the counters.
+  buffer<unsigned char> region;
+  unsigned region_builds = 0;  //!< builds since the counters were cleared
+  int region_blocks = 0, region_chunks = 0;
 };
 //! build_sat() with the scratch kept in `kept` (null: temporary memory, as build_sat()).
 template <class In, class Table>

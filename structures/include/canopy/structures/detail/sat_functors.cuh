@@ -31,6 +31,12 @@ struct testing_hooks {
   //! kernel (16-byte pixels) that ran, since start.
   std::atomic<unsigned long long> persistent_attempts{0};
   std::atomic<unsigned long long> deferred_launches{0};
+  //! Region kernel (RGBA8 -> u32 on sm_90, detail/sat_region_kernels.cuh): launches that ran, and
+  //! a switch that sends those builds to the tile kernel instead (tests and benchmarks compare the
+  //! two). Blocks added to its grid beyond what fits at once, as persistent_grid_surplus.
+  std::atomic<unsigned long long> region_launches{0};
+  std::atomic<bool> region_kernel_disabled{false};
+  std::atomic<int> region_grid_surplus{0};
 };
 testing_hooks& testing();
 
