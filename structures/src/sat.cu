@@ -233,6 +233,7 @@ bool launch_region(context& ctx, const std::uint8_t* image, std::uint32_t* table
       kept->region_blocks = blocks;
       kept->region_chunks = p.NC;
     }
+    kept->region_counters = X.cnt;
     builds = kept->region_builds + 1;
   } else {
     CANOPY_CUDA_CHECK(cudaMemsetAsync(bytes + X.cnt, 0, std::size_t(p.NC) * 4, ctx.stream()));
