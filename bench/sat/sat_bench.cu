@@ -1,7 +1,7 @@
 // canopy-sat-bench: summed-area table throughput against the copy bandwidth of the same device,
 // the single-pass kernel against the two-pass baseline, and SAT depth of field at 4K.
 //
-//   canopy-sat-bench [--backend host|cuda|auto] [--quick] [--reps N] [--out file.json]
+//   canopy-sat-bench [--backend host|cuda|auto] [--quick] [--reps N] [--size WxH]... [--out file.json]
 //
 // single_pass is build_sat() (temporary scratch from the context's resource); kept is
 // summed_area_table::build(), the per-frame API, which keeps its look-back scratch between builds
@@ -227,11 +227,14 @@ void bench_dof(canopy::context& ctx, const timer_median& time, int w, int h, can
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* usage = "usage: canopy-sat-bench [--backend host|cuda|auto] [--quick] [--reps N] [--out file.json]\n";
+  const char* usage =
+      "usage: canopy-sat-bench [--backend host|cuda|auto] [--quick] [--reps N] [--size WxH]... [--out file.json]\n"
+      "  --size WxH  time the SAT at these sizes instead of 1080p, 4K and 8K (repeatable; no depth of field)\n";
   canopy::backend_request request = canopy::backend_request::automatic;
   std::string out_path;
   bool quick = false;
   int reps = 25;
+  std::vector<std::pair<int, int>> only_sizes;  // --size: these instead of the default sizes, SAT only
   try {
     canopy_bench::command_line cl(argc, argv, "canopy-sat-bench");
     while (cl.next()) {
@@ -239,7 +242,14 @@ int main(int argc, char** argv) {
       else if (cl.is("--out")) out_path = cl.value();
       else if (cl.is("--reps")) reps = cl.int_value(1);
       else if (cl.is("--quick")) quick = true;
-      else cl.refuse_unknown();
+      else if (cl.is("--size")) {
+        const std::string v = cl.value();
+        int w = 0, h = 0;
+        char tail = 0;
+        if (std::sscanf(v.c_str(), "%dx%d%c", &w, &h, &tail) != 2 || w < 1 || h < 1 || w > 65536 || h > 65536)
+          throw std::invalid_argument("canopy-sat-bench: --size wants WIDTHxHEIGHT (1 to 65536 each), got '" + v + "'");
+        only_sizes.push_back({w, h});
+      } else cl.refuse_unknown();
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n%s", e.what(), usage);
@@ -257,14 +267,17 @@ int main(int argc, char** argv) {
     const timer_median time{ctx, reps};
     std::vector<std::pair<int, int>> sizes = {{1920, 1080}, {3840, 2160}, {7680, 4320}};
     if (quick) sizes = {{67, 33}, {257, 129}, {512, 40}};
+    if (!only_sizes.empty()) sizes = only_sizes;
     for (auto [w, h] : sizes) {
       bench_sat<std::uint8_t, std::uint32_t>(ctx, time, "rgba8->u32", w, h, 4);
       bench_sat<float, float>(ctx, time, "rgba32f->f32", w, h, 4);
       if (!quick) bench_sat<std::uint8_t, std::uint32_t>(ctx, time, "r8->u32", w, h, 1);
     }
     const int dw = quick ? 131 : 3840, dh = quick ? 77 : 2160;
-    bench_dof(ctx, time, dw, dh, canopy::dof_kernel::box);
-    bench_dof(ctx, time, dw, dh, canopy::dof_kernel::polygon);
+    if (only_sizes.empty()) {
+      bench_dof(ctx, time, dw, dh, canopy::dof_kernel::box);
+      bench_dof(ctx, time, dw, dh, canopy::dof_kernel::polygon);
+    }
 
     const std::string commit = canopy_bench::commit_id();
     std::ostringstream j;

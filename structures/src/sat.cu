@@ -201,9 +201,15 @@ bool launch_region(context& ctx, const std::uint8_t* image, std::uint32_t* table
   p.K = 7;
   p.D = 1;
   p.NS = 3;
-  if (!r::plan_chunks(p, 16, 56)) return false;
-  const r::lookahead_layout L(p.RHmax, p.RHs, p.K, p.D, p.Gx, p.Gy, p.NS);
-  if (L.launch_bytes() > dynamic_limit) return false;
+  // 56-row regions where they fit; wide images need more of the shared memory for the exchange's
+  // row sums ((Gx - 1) x rows x 8 bytes), so they get shorter regions.
+  std::size_t launch_bytes = 0;
+  for (const int rows : {56, 48, 40, 32}) {
+    if (!r::plan_chunks(p, 16, rows)) continue;
+    launch_bytes = r::lookahead_layout(p.RHmax, p.RHs, p.K, p.D, p.Gx, p.Gy, p.NS).launch_bytes();
+    if (launch_bytes <= dynamic_limit) break;
+  }
+  if (launch_bytes == 0 || launch_bytes > dynamic_limit) return false;
   const int blocks = p.Gx * p.Gy;
   // The test hook's surplus blocks make the runtime refuse the launch (they would hold regions past
   // the image), so a surplus grid is launched only where it cannot be resident at once.
@@ -245,7 +251,7 @@ bool launch_region(context& ctx, const std::uint8_t* image, std::uint32_t* table
   p.target = builds * unsigned(blocks);
   p.mode = 0;
   p.stamps = nullptr;
-  if (!detail::launch_cooperative(r::sat_region_kernel<false>, unsigned(grid), threads, L.launch_bytes(),
+  if (!detail::launch_cooperative(r::sat_region_kernel<false>, unsigned(grid), threads, launch_bytes,
                                   ctx.stream(), "launch of canopy::detail::sat_region::sat_region_kernel", map, p)) {
     ++hooks.cooperative_refusals;
     return false;

@@ -666,23 +666,27 @@ TEST_F(CudaSat, Rgba8And4096x4096) {
 // take the tile kernel, and the tests still check the tables; the launch counts are checked on
 // sm_90.
 
-bool region_kernel_expected(const canopy::context& ctx) {
-  return ctx.device().compute_capability_major == 9 && ctx.device().shared_memory_per_block_optin >= 227 * 1024;
+bool region_kernel_expected(const canopy::context& ctx, int width = 256) {
+  return ctx.device().compute_capability_major == 9 && ctx.device().shared_memory_per_block_optin >= 227 * 1024 &&
+         width % 256 == 0 && width / 256 <= ctx.device().multiprocessors;
 }
 
 TEST_F(CudaSat, RegionKernelBuildsRgba8AtWidthsOf256) {
   // Heights that leave one chunk (1, 33), a partial last chunk, regions past the bottom (47 rows
-  // over 8 region rows), several region columns (up to 15 at 3840), random and all-255 images.
+  // over 8 region rows), several region columns (up to 15 at 3840), random and all-255 images; and
+  // images so wide that the regions get shorter to leave shared memory for the exchange (16384 px:
+  // 64 region columns, 48-row regions; 33792 px: one column a SM of an H100 or H200, 40-row
+  // regions).
   auto& hooks = canopy::detail::sat::testing();
-  const std::vector<std::pair<int, int>> sizes = {{256, 1},    {256, 33},  {512, 47},   {1024, 100},
-                                                  {768, 1000}, {2048, 300}, {3840, 2160}, {256, 3000}};
+  const std::vector<std::pair<int, int>> sizes = {{256, 1},    {256, 33},   {512, 47},   {1024, 100},  {768, 1000},
+                                                  {2048, 300}, {3840, 2160}, {256, 3000}, {16384, 200}, {33792, 60}};
   const unsigned long long before = hooks.region_launches;
   int builds = 0;
   for (auto [w, h] : sizes)
     for (auto d : {distribution::uniform_full, distribution::all_max}) {
       check_case<std::uint8_t, std::uint32_t>(ctx(), w, h, 4, canopy::sat_algorithm::single_pass, d,
                                               std::uint64_t(w) * 7 + h, 12);
-      ++builds;
+      if (region_kernel_expected(ctx(), w)) ++builds;
     }
   if (region_kernel_expected(ctx())) EXPECT_EQ(hooks.region_launches - before, unsigned(builds));
   // The automatic choice takes it too; other widths, channel counts and the two-pass baseline do not.
