@@ -92,9 +92,9 @@ void bench_sat(canopy::context& ctx, const timer_median& time, const char* name,
   std::size_t bad_tile = 0;
   if (region) {
     canopy::summed_area_table<Table> tile(ctx);
-    hooks.region_kernel_disabled = true;
+    hooks.region_kernel_choice = canopy::detail::sat::testing_hooks::region_never;
     tile_ms = time([&] { tile.template build<In>(image.view(), w, h, c, single); });
-    hooks.region_kernel_disabled = false;
+    hooks.region_kernel_choice = canopy::detail::sat::testing_hooks::region_by_size;
     std::vector<Table> t(n), ref = base.to_host();
     canopy::copy(ctx, tile.table(), canopy::host_span(t.data(), t.size()));
     ctx.synchronize();

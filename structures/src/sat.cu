@@ -172,8 +172,9 @@ void dispatch_single_pass(context& ctx, const In* image, Table* table, int width
 //! table; sm_90 code with about 222 KB of shared memory a block (H100, H200), all Gx x Gy blocks
 //! resident at once (a cooperative launch, refused e.g. under an MPS SM limit), and a driver that
 //! encodes the table's tensor map. Returns false, having launched nothing, where any of that
-//! fails: the tile kernel then builds the table. H100 (docs/sat.md): 77% of copy at 4K and 88% at
-//! 8K, against 60% and 66% for the tile kernel.
+//! fails, and where the measured size rule below says the tile kernel is as fast: the tile kernel
+//! then builds the table. H100 (docs/sat.md): 80-82% of copy at 4K and 89% at 8K, against 60% and
+//! 66% for the tile kernel.
 //! Plan, as measured in canopy-sat-lookahead: K = 7 walkers (8-row bands of 56-row regions), 16-row
 //! regions in chunk 0 (a short fill), three carry slots, one staging row a walker; Gy = 8 region
 //! rows a chunk where the SMs allow (4K: 15 x 8 = 120 blocks), fewer for wider images (8K: 30 x 4).
@@ -181,9 +182,15 @@ bool launch_region(context& ctx, const std::uint8_t* image, std::uint32_t* table
                    detail::sat_kept_scratch* kept) {
   namespace r = detail::sat_region;
   auto& hooks = detail::sat::testing();
-  if (hooks.region_kernel_disabled.load()) return false;
+  const int choice = hooks.region_kernel_choice.load();
+  if (choice == detail::sat::testing_hooks::region_never) return false;
   const int sms = ctx.device().multiprocessors;
   if (width % r::RW != 0 || width / r::RW > sms) return false;
+  const int gx = width / r::RW, gy = std::max(1, std::min(8, sms / gx));
+  // Where it pays (H100, sat-bench --size, docs/sat.md): with fewer blocks than 2/3 of the SMs
+  // (1536 px and narrower; 2560 px was level) or regions shorter than 40 rows (3840 x 256, 7680 x
+  // 128) the tile kernel was as fast or faster.
+  if (choice == detail::sat::testing_hooks::region_by_size && (3 * gx * gy < 2 * sms || height < 40 * gy)) return false;
   if (reinterpret_cast<std::uintptr_t>(image) % 16 != 0 || reinterpret_cast<std::uintptr_t>(table) % 16 != 0) return false;
   constexpr int threads = (2 * 7 + 2) * 32;
   constexpr std::size_t dynamic_limit = 227 * 1024;  // sm_90's opt-in limit; the launch asks for its layout's bytes
@@ -196,8 +203,8 @@ bool launch_region(context& ctx, const std::uint8_t* image, std::uint32_t* table
   p.tab = reinterpret_cast<uint4*>(table);
   p.W = width;
   p.H = height;
-  p.Gx = width / r::RW;
-  p.Gy = std::max(1, std::min(8, sms / p.Gx));
+  p.Gx = gx;
+  p.Gy = gy;
   p.K = 7;
   p.D = 1;
   p.NS = 3;

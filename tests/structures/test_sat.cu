@@ -678,6 +678,7 @@ TEST_F(CudaSat, RegionKernelBuildsRgba8AtWidthsOf256) {
   // 64 region columns, 48-row regions; 33792 px: one column a SM of an H100 or H200, 40-row
   // regions).
   auto& hooks = canopy::detail::sat::testing();
+  const scoped_hook<int> always(hooks.region_kernel_choice, canopy::detail::sat::testing_hooks::region_always);
   const std::vector<std::pair<int, int>> sizes = {{256, 1},    {256, 33},   {512, 47},   {1024, 100},  {768, 1000},
                                                   {2048, 300}, {3840, 2160}, {256, 3000}, {16384, 200}, {33792, 60}};
   const unsigned long long before = hooks.region_launches;
@@ -689,7 +690,8 @@ TEST_F(CudaSat, RegionKernelBuildsRgba8AtWidthsOf256) {
       if (region_kernel_expected(ctx(), w)) ++builds;
     }
   if (region_kernel_expected(ctx())) EXPECT_EQ(hooks.region_launches - before, unsigned(builds));
-  // The automatic choice takes it too; other widths, channel counts and the two-pass baseline do not.
+  // (region_always: small shapes too, which the size rule leaves to the tile kernel.) The automatic
+  // algorithm takes it too; other widths, channel counts and the two-pass baseline do not.
   const unsigned long long after = hooks.region_launches;
   check_case<std::uint8_t, std::uint32_t>(ctx(), 1024, 100, 4, canopy::sat_algorithm::automatic,
                                           distribution::uniform_full, 5, 12);
@@ -701,6 +703,26 @@ TEST_F(CudaSat, RegionKernelBuildsRgba8AtWidthsOf256) {
   check_case<std::uint8_t, std::uint32_t>(ctx(), 1024, 100, 4, canopy::sat_algorithm::two_pass,
                                           distribution::uniform_full, 8, 12);
   EXPECT_EQ(hooks.region_launches - after, region_kernel_expected(ctx()) ? 1u : 0u);
+}
+
+TEST_F(CudaSat, RegionKernelTakenWhereItPays) {
+  // launch_region's size rule (measured on an H100, docs/sat.md): at least 2/3 of the SMs' worth of
+  // blocks and regions of at least 40 rows. Checked on 132-SM devices (H100 SXM, H200), where the
+  // measurements were made; the tables are checked everywhere.
+  auto& hooks = canopy::detail::sat::testing();
+  const struct {
+    int w, h;
+    bool region;
+  } cases[] = {{3840, 2160, true}, {3072, 1728, true},  {7680, 256, true},   {4096, 384, true},
+               {1024, 768, false}, {2560, 1440, false}, {3840, 256, false}, {7680, 128, false}};
+  for (const auto& k : cases) {
+    SCOPED_TRACE(std::to_string(k.w) + "x" + std::to_string(k.h));
+    const unsigned long long before = hooks.region_launches;
+    check_case<std::uint8_t, std::uint32_t>(ctx(), k.w, k.h, 4, canopy::sat_algorithm::single_pass,
+                                            distribution::uniform_full, std::uint64_t(k.w) + k.h, 4);
+    if (region_kernel_expected(ctx(), k.w) && ctx().device().multiprocessors == 132)
+      EXPECT_EQ(hooks.region_launches - before, k.region ? 1u : 0u);
+  }
 }
 
 TEST_F(CudaSat, RegionKernelWrapsAt8K) {
@@ -715,7 +737,8 @@ TEST_F(CudaSat, RegionKernelWrapsAt8K) {
     const unsigned long long before = hooks.region_launches;
     canopy::summed_area_table<std::uint32_t> sat(ctx());
     {
-      const scoped_hook<bool> off(hooks.region_kernel_disabled, !region);
+      const scoped_hook<int> choice(hooks.region_kernel_choice, region ? canopy::detail::sat::testing_hooks::region_by_size
+                                                                       : canopy::detail::sat::testing_hooks::region_never);
       sat.build<std::uint8_t>(image.view(), w, h, c);
     }
     std::vector<std::uint32_t> host(std::size_t(w) * h * c);
@@ -740,6 +763,7 @@ TEST_F(CudaSat, RegionKernelKeptCountersAcrossBuildsGridsAndWraps) {
   // chunk counts (the counters are cleared), a tile-kernel build in between, and counts moved to
   // just below the wrap. Each table checked exactly.
   auto& hooks = canopy::detail::sat::testing();
+  const scoped_hook<int> always(hooks.region_kernel_choice, canopy::detail::sat::testing_hooks::region_always);
   canopy::detail::sat_kept_scratch kept(ctx());
   struct step {
     int w, h;
@@ -784,6 +808,7 @@ TEST_F(CudaSat, RegionKernelRefusedLaunchFallsBackAndBuildSatUsesTemporaryScratc
   // must still be exact). build_sat() (no kept scratch) runs the region kernel with temporary
   // memory whose counters it clears.
   auto& hooks = canopy::detail::sat::testing();
+  const scoped_hook<int> always(hooks.region_kernel_choice, canopy::detail::sat::testing_hooks::region_always);
   canopy::summed_area_table<std::uint32_t> sat(ctx());
   const int w = 1024, h = 500, c = 4;
   canopy::buffer<std::uint8_t> image(ctx(), std::size_t(w) * h * c);
@@ -821,6 +846,7 @@ TEST_F(CudaSat, RegionKernelRefusedLaunchFallsBackAndBuildSatUsesTemporaryScratc
 // every replay waits for its own build (a captured kept target would be stale at the replay).
 TEST_F(CudaSat, RegionKernelGraphCaptureReplaysWithFreshCounters) {
   auto& hooks = canopy::detail::sat::testing();
+  const scoped_hook<int> always(hooks.region_kernel_choice, canopy::detail::sat::testing_hooks::region_always);
   const unsigned long long before = hooks.region_launches;
   check_graph_replays(ctx(), 1024, 700, 700);
   // Launches counted on the host: the first build, the captured one and the three between replays.

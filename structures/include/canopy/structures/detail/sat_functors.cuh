@@ -31,11 +31,14 @@ struct testing_hooks {
   //! kernel (16-byte pixels) that ran, since start.
   std::atomic<unsigned long long> persistent_attempts{0};
   std::atomic<unsigned long long> deferred_launches{0};
-  //! Region kernel (RGBA8 -> u32 on sm_90, detail/sat_region_kernels.cuh): launches that ran, and
-  //! a switch that sends those builds to the tile kernel instead (tests and benchmarks compare the
-  //! two). Blocks added to its grid beyond what fits at once, as persistent_grid_surplus.
+  //! Region kernel (RGBA8 -> u32 on sm_90, detail/sat_region_kernels.cuh): launches that ran; which
+  //! builds take it (region_by_size: those launch_region's measured size rule picks; region_never:
+  //! none, so tests and benchmarks can compare the tile kernel; region_always: every build it can
+  //! run, so tests can check it at small shapes); blocks added to its grid beyond what fits at
+  //! once, as persistent_grid_surplus.
+  static constexpr int region_by_size = 0, region_never = 1, region_always = 2;
   std::atomic<unsigned long long> region_launches{0};
-  std::atomic<bool> region_kernel_disabled{false};
+  std::atomic<int> region_kernel_choice{region_by_size};
   std::atomic<int> region_grid_surplus{0};
 };
 testing_hooks& testing();
