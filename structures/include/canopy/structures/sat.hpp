@@ -28,8 +28,10 @@
 //     region of every chunk of rows; summer warps read the image ahead and publish row and column
 //     sums, one grid barrier a chunk (a counter, no clearing between builds of a
 //     summed_area_table) releases the carries, and walker warps write the table through TMA tensor
-//     stores from a second read of the rows (from L2). About 77-81% of copy at 4K and 88-89% at
-//     8K on an H100, against 60% / 66% for the tile kernel below (docs/sat.md). It is launched
+//     stores from a second read of the rows (from L2). About 80-82% of copy at 4K and 89% at 8K
+//     on an H100, against 60% / 66% for the tile kernel below (docs/sat.md). Taken where it was
+//     measured to pay: at least 2/3 of the SMs' worth of 256-px region columns x region rows, and
+//     regions of at least 40 rows (about 2816 x 1584 and up at 16:9). It is launched
 //     cooperatively; where that is refused, or the device, width or alignment do not fit, the tile
 //     kernel runs instead.
 //   - single_pass otherwise: one kernel reads the image once and writes the table once. The image is cut
