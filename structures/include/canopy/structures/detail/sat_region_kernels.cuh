@@ -793,7 +793,7 @@ __global__ void __launch_bounds__(16 * 32, 1)
 // ---------------------------------------------------------------------------------------------
 // Host side.
 
-//! Kernel parameters of the region kernel's global exchange, in bytes, for B blocks, NC chunks and
+//! Byte offsets of the region kernel's global exchange (one buffer) for B blocks, NC chunks and
 //! RHs row-sum stride.
 struct exchange_layout {
   std::size_t rowsum, colsum, total, cnt, bytes;
