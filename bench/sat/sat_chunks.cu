@@ -314,7 +314,7 @@ __device__ __noinline__ uint4 exchange(const params& p, int c, int warp, int lan
       run = add4(run, e);
       v[i] = run;
     }
-    base = add4(base, warp_exclusive_sum4(run, lane));
+    base = add4(base, warp_exclusive_sum4(run));
 #pragma unroll
     for (int i = 0; i < 5; ++i) {
       const int r = q * lane + i;
@@ -429,7 +429,7 @@ __global__ void __launch_bounds__(MAX_THREADS, 1) sat_chunks(const __grid_consta
         // P = row scan over the unit of the column sums above its first row
 #pragma unroll
         for (int k = 1; k < 4; ++k) P[k] = add4(P[k], P[k - 1]);
-        const uint4 excl = warp_exclusive_sum4(P[3], lane);
+        const uint4 excl = warp_exclusive_sum4(P[3]);
 #pragma unroll
         for (int k = 0; k < 4; ++k) P[k] = add4(P[k], excl);
         const uint4* lrow = s_lrow + (std::size_t(buf) * p.B + s) * p.RH;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <canopy/core/detail/bulk_copy.cuh>
+#include <canopy/core/functional.hpp>
 #include <canopy/structures/detail/sat_region_kernels.cuh>
 
 #include "common/bench_common.hpp"
@@ -30,21 +31,22 @@
 namespace sat_proto {
 
 // Warp arithmetic on RGBA sums, the sm_90 pieces and the region parameters: the library's region
-// kernel's (canopy/structures/detail/sat_region_kernels.cuh).
+// kernel's (canopy/structures/detail/sat_region_kernels.cuh); warp scans, shuffles and named
+// barriers: core's.
+using canopy::detail::named_barrier;
+using canopy::detail::shfl_idx;
+using canopy::detail::warp_inclusive_scan;
 using canopy::detail::sat_region::add4;
 using canopy::detail::sat_region::ld_acquire_gpu;
 using canopy::detail::sat_region::mbar_arrive;
 using canopy::detail::sat_region::mbar_expect_tx;
-using canopy::detail::sat_region::named_barrier;
 using canopy::detail::sat_region::region_params;
 using canopy::detail::sat_region::rgba_of_pairs;
-using canopy::detail::sat_region::shfl4;
 using canopy::detail::sat_region::smid;
 using canopy::detail::sat_region::stamp_index;
 using canopy::detail::sat_region::sub4;
 using canopy::detail::sat_region::sum_rows;
 using canopy::detail::sat_region::warp_exclusive_sum4;
-using canopy::detail::sat_region::warp_inclusive_sum;
 using canopy::detail::sat_region::warp_inclusive_sum4;
 using canopy::detail::sat_region::warp_inclusive_sums;
 using canopy::detail::sat_region::warp_sum4;

@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_resident(params p) {
       if (lane < n)
         for (int j = 0; j < J; ++j)
           Rl = add4(Rl, rgba_of_pairs(__ldcg(&p.rowsum[((std::size_t(slot) * p.Gy + I) * p.Gx + j) * p.RHmax + rtop + lane])));
-      Rl = warp_inclusive_sum4(Rl, lane);
+      Rl = warp_inclusive_sum4(Rl);
       if (lane == 31) rtot[w] = Rl;
     }
     for (int sl = w; sl < G; sl += NW) {
@@ -215,9 +215,9 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_resident(params p) {
           a += t.x;
           b += t.y;
         }
-        const uint4 in = warp_inclusive_sum4(add4(colab_s[x], rgba_of_pairs(a, b)), lane);
+        const uint4 in = warp_inclusive_sum4(add4(colab_s[x], rgba_of_pairs(a, b)));
         T[k] = add4(off, in);
-        off = add4(off, shfl4(in, 31));
+        off = add4(off, shfl_idx(in, 31));
       }
     }
     __syncthreads();  // tilecol, colab_s and rtot are rewritten by the next chunk
@@ -228,7 +228,7 @@ __global__ void __launch_bounds__(MAX_WARPS * 32, 1) sat_resident(params p) {
     int freed = 0;
     uint4* trow = p.tab + std::size_t(ya) * p.W + x0 + lane;
     for (int r = 0; r < n; ++r, trow += p.W) {
-      const uint4 rl = shfl4(Rl, r);
+      const uint4 rl = shfl_idx(Rl, r);
       std::uint32_t oRB = 0, oGA = 0;
 #pragma unroll
       for (int k = 0; k < G; ++k) {

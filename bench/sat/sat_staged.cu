@@ -127,7 +127,7 @@ __device__ __forceinline__ void walk_start(const uint4* vp, const uint32_t (&cor
   }
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
-    const uint32_t ex = warp_inclusive_sum(a[c], lane) - a[c] + corner[c];
+    const uint32_t ex = warp_inclusive_scan(a[c], canopy::plus<uint32_t>{}) - a[c] + corner[c];
 #pragma unroll
     for (int k = 0; k < 4; ++k) run[k][c] += ex;
   }
@@ -415,9 +415,9 @@ __device__ void row_item(const args& a, int b, int lane) {
   for (int j0 = 0; j0 < a.TW; j0 += 32) {
     const int j = j0 + lane;
     const uint4 t = j < a.TW ? __ldcg(a.tot + size_t(slot) * a.TW + j) : make_uint4(0, 0, 0, 0);
-    const uint4 inc = warp_inclusive_sum4(t, lane);
+    const uint4 inc = warp_inclusive_sum4(t);
     if (j < a.TW) a.corner[size_t(slot) * a.TW + j] = add4(cacc, sub4(inc, t));
-    cacc = add4(cacc, shfl4(inc, 31));
+    cacc = add4(cacc, shfl_idx(inc, 31));
   }
   canopy::detail::sat::publish_flag(&a.rflag[b * kPad], a.epoch, lane);
   if (a.stamps && lane == 0) {

@@ -279,7 +279,7 @@ __global__ void __launch_bounds__(640, 1) walk_strips(params p, int P, int Q, in
           rga += (w >> 8) & M8;
         }
         if (MODE == 0) put4_local(v.agg + lane * 4, rgba_of_pairs(rrb, rga), unsigned(b) + 1);
-        v.cadd[lane] = warp_inclusive_sum4(rgba_of_pairs(crb, cga), lane);  // the band's prefixes summed down column `lane`
+        v.cadd[lane] = warp_inclusive_sum4(rgba_of_pairs(crb, cga));  // the band's prefixes summed down column `lane`
         seq_set(&sh.seq[s], 2u * n + 1, lane);
         if (STAMPS) {
           st[0] += t1 - t0;

@@ -132,7 +132,7 @@ __device__ __forceinline__ void cumulative_row_carries(const uint32_t (&L)[4 * H
     uint32_t cum[4];
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
-      const uint32_t x = warp_inclusive_sum(L[h * 4 + c], lane);
+      const uint32_t x = warp_inclusive_scan(L[h * 4 + c], canopy::plus<uint32_t>{});
       cum[c] = x + ctot[c];
       ctot[c] += __shfl_sync(~0u, x, 31);
     }
@@ -172,7 +172,7 @@ __device__ __forceinline__ void column_aggregates(const uint32_t (&cRB)[4], cons
   }
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
-    const uint32_t ex = warp_inclusive_sum(a[c], lane) - a[c];
+    const uint32_t ex = warp_inclusive_scan(a[c], canopy::plus<uint32_t>{}) - a[c];
 #pragma unroll
     for (int k = 0; k < 4; ++k) cagg[k][c] += ex;
   }

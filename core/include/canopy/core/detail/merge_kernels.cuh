@@ -18,6 +18,7 @@
 
 #include <canopy/core/config.hpp>
 #include <canopy/core/detail/dependent_launch.cuh>
+#include <canopy/core/detail/named_barrier.cuh>
 
 #include <cstddef>
 #include <cstdint>
@@ -340,12 +341,6 @@ enum merge_tile_code : int {
   tile_code_clamped_merge = 8,
 };
 
-//! bar.sync on named barrier `id` (1..15; __syncthreads uses 0) for `threads` threads (a multiple
-//! of 32; every warp taking part must execute it).
-__device__ __forceinline__ void merge_named_barrier(int id, int threads) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
 //! Barrier of a merge round in which each pair of runs is merged by `group` consecutive threads (a
 //! power of two): a warp barrier while group <= 32; the block barrier when group == Threads or
 //! without GroupBarriers; else a named barrier per group of group/32 warps. Ids: the W/2 groups of
@@ -363,7 +358,7 @@ __device__ __forceinline__ void merge_round_sync(int group) {
     constexpr int W = Threads / 32;
     static_assert(W <= 16, "named barriers 1..15 cover the groups of at most 16 warps");
     const int g = group >> 5;  // warps per group
-    merge_named_barrier(1 + W - 2 * W / g + int(threadIdx.x >> 5) / g, group);
+    named_barrier(1 + W - 2 * W / g + int(threadIdx.x >> 5) / g, group);
   }
 }
 

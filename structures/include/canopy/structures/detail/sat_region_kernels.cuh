@@ -36,6 +36,8 @@
 #if CANOPY_HAS_CUDA && defined(__CUDACC__)
 
 #include <canopy/core/detail/bulk_copy.cuh>
+#include <canopy/core/detail/named_barrier.cuh>
+#include <canopy/core/detail/scan_tile_state.cuh>
 
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -58,20 +60,6 @@ constexpr int stamp_chunks = 64;                //!< chunks stamped (measuring b
 // ---------------------------------------------------------------------------------------------
 // Warp arithmetic on RGBA sums (uint4: R, G, B, A) and on R|B, G|A pairs.
 
-//! Inclusive sum of x over lanes 0..lane of the warp.
-__device__ __forceinline__ std::uint32_t warp_inclusive_sum(std::uint32_t x, int lane) {
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const std::uint32_t y = __shfl_up_sync(~0u, x, o);
-    if (lane >= o) x += y;
-  }
-  return x;
-}
-//! Inclusive sum of each channel of v over lanes 0..lane of the warp.
-__device__ __forceinline__ uint4 warp_inclusive_sum4(uint4 v, int lane) {
-  return make_uint4(warp_inclusive_sum(v.x, lane), warp_inclusive_sum(v.y, lane), warp_inclusive_sum(v.z, lane),
-                    warp_inclusive_sum(v.w, lane));
-}
 //! R, G, B, A from the 16-bit pairs R|B and G|A.
 __device__ __forceinline__ uint4 rgba_of_pairs(std::uint32_t rb, std::uint32_t ga) {
   return make_uint4(rb & 0xFFFFu, ga & 0xFFFFu, rb >> 16, ga >> 16);
@@ -81,13 +69,14 @@ __device__ __forceinline__ uint4 rgba_of_pairs(uint2 v) { return rgba_of_pairs(v
 //! Channel-wise sum and difference of two RGBA words.
 __device__ __forceinline__ uint4 add4(uint4 a, uint4 b) { return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
 __device__ __forceinline__ uint4 sub4(uint4 a, uint4 b) { return make_uint4(a.x - b.x, a.y - b.y, a.z - b.z, a.w - b.w); }
+//! add4 as the operator of core's warp scans.
+struct rgba_plus {
+  __device__ __forceinline__ uint4 operator()(uint4 a, uint4 b) const { return add4(a, b); }
+};
+//! Sum of each channel of v over lanes 0..lane of the warp (core's warp_inclusive_scan).
+__device__ __forceinline__ uint4 warp_inclusive_sum4(uint4 v) { return warp_inclusive_scan(v, rgba_plus{}); }
 //! Sum of each channel of v over lanes 0..lane - 1 of the warp (0 in lane 0).
-__device__ __forceinline__ uint4 warp_exclusive_sum4(uint4 v, int lane) { return sub4(warp_inclusive_sum4(v, lane), v); }
-//! Each channel of v as lane src holds it.
-__device__ __forceinline__ uint4 shfl4(uint4 v, int src) {
-  return make_uint4(__shfl_sync(~0u, v.x, src), __shfl_sync(~0u, v.y, src), __shfl_sync(~0u, v.z, src),
-                    __shfl_sync(~0u, v.w, src));
-}
+__device__ __forceinline__ uint4 warp_exclusive_sum4(uint4 v) { return sub4(warp_inclusive_sum4(v), v); }
 //! Channel-wise sum of v over the warp's 32 lanes (every lane gets it).
 __device__ __forceinline__ uint4 warp_sum4(uint4 v) {
 #pragma unroll
@@ -139,7 +128,7 @@ __device__ __forceinline__ void sum_rows(const std::uint32_t (&v)[R][N], std::ui
 
 // ---------------------------------------------------------------------------------------------
 // sm_90 pieces beside core's bulk_copy.cuh: mbarrier forms it has no need of, the GPU-scope
-// acquire, named barriers and the tensor stores. Empty below sm_90 (the host never launches the
+// acquire and release, and the tensor stores. Empty below sm_90 (the host never launches the
 // kernel there: resident_blocks_per_sm asks for PTX 9.0).
 
 //! Adds `bytes` of bulk copies to the current phase of `m` without arriving.
@@ -174,10 +163,6 @@ __device__ __forceinline__ unsigned smid() {
   unsigned r;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
   return r;
-}
-//! Named barrier `id` of `threads` threads (a multiple of 32): the warps of one role.
-__device__ __forceinline__ void named_barrier(int id, int threads) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 //! Orders this thread's generic-proxy accesses of shared memory before its later async-proxy ones.
 __device__ __forceinline__ void fence_proxy_async() {
@@ -292,9 +277,9 @@ __device__ __forceinline__ void row_carries(int n, int lane, uint4* rl, RowLeft 
     const int r = r0 + lane;
     uint4 s = make_uint4(0, 0, 0, 0);
     if (r < n) s = row_left(r);
-    s = add4(warp_inclusive_sum4(s, lane), carry);
+    s = add4(warp_inclusive_sum4(s), carry);
     if (r < n) rl[r] = s;
-    carry = shfl4(s, 31);
+    carry = shfl_idx(s, 31);
   }
 }
 //! One warp: the table row above region (I, J) of a chunk of Gy region rows, into ti (8 px a lane,
@@ -327,7 +312,7 @@ __device__ __forceinline__ void table_row_above(int Gy, int I, int J, int lane, 
   }
 #pragma unroll
   for (int i = 1; i < 8; ++i) ab[i] = add4(ab[i], ab[i - 1]);
-  const uint4 off = add4(add4(leftabove, a), warp_exclusive_sum4(ab[7], lane));
+  const uint4 off = add4(add4(leftabove, a), warp_exclusive_sum4(ab[7]));
 #pragma unroll
   for (int i = 0; i < 8; ++i) ti[swz8(lane, i)] = add4(ab[i], off);
   leftabove = add4(leftabove, all);
@@ -372,7 +357,7 @@ struct band_walk {
       S[0] = rgba_of_pairs(aRB[0], aGA[0]);
 #pragma unroll
       for (int i = 1; i < 8; ++i) S[i] = add4(S[i - 1], rgba_of_pairs(aRB[i], aGA[i]));
-      const uint4 ex = warp_exclusive_sum4(S[7], lane);
+      const uint4 ex = warp_exclusive_sum4(S[7]);
 #pragma unroll
       for (int i = 0; i < 8; ++i) S[i] = add4(add4(S[i], ex), tinit[swz8(lane, i)]);
     }
