@@ -192,7 +192,8 @@ bool launch_region(context& ctx, const std::uint8_t* image, std::uint32_t* table
   // 128) the tile kernel was as fast or faster.
   if (choice == detail::sat::testing_hooks::region_by_size && (3 * gx * gy < 2 * sms || height < 40 * gy)) return false;
   if (reinterpret_cast<std::uintptr_t>(image) % 16 != 0 || reinterpret_cast<std::uintptr_t>(table) % 16 != 0) return false;
-  constexpr int threads = (2 * 7 + 2) * 32;
+  constexpr int walkers = 7;                    // K: walkers, and as many summers; two carriers
+  constexpr int threads = (2 * walkers + 2) * 32;
   constexpr std::size_t dynamic_limit = 227 * 1024;  // sm_90's opt-in limit; the launch asks for its layout's bytes
   const int per_sm = detail::resident_blocks_per_sm<r::sat_region_kernel<false>>(
       ctx, threads, dynamic_limit, detail::residency_needs{90, true, true});
@@ -205,7 +206,7 @@ bool launch_region(context& ctx, const std::uint8_t* image, std::uint32_t* table
   p.H = height;
   p.Gx = gx;
   p.Gy = gy;
-  p.K = 7;
+  p.K = walkers;
   p.D = 1;
   p.NS = 3;
   // 56-row regions where they fit; wide images need more of the shared memory for the exchange's
@@ -246,7 +247,6 @@ bool launch_region(context& ctx, const std::uint8_t* image, std::uint32_t* table
       kept->region_blocks = blocks;
       kept->region_chunks = p.NC;
     }
-    kept->region_counters = X.cnt;
     builds = kept->region_builds + 1;
   } else {
     CANOPY_CUDA_CHECK(cudaMemsetAsync(bytes + X.cnt, 0, std::size_t(p.NC) * 4, ctx.stream()));
@@ -255,9 +255,7 @@ bool launch_region(context& ctx, const std::uint8_t* image, std::uint32_t* table
   p.colsum = reinterpret_cast<uint2*>(bytes + X.colsum);
   p.total = reinterpret_cast<uint4*>(bytes + X.total);
   p.cnt = reinterpret_cast<unsigned*>(bytes + X.cnt);
-  p.target = builds * unsigned(blocks);
-  p.mode = 0;
-  p.stamps = nullptr;
+  p.target = builds * unsigned(blocks);  // p.mode and p.stamps stay 0: the library's form ignores them
   if (!detail::launch_cooperative(r::sat_region_kernel<false>, unsigned(grid), threads, launch_bytes,
                                   ctx.stream(), "launch of canopy::detail::sat_region::sat_region_kernel", map, p)) {
     ++hooks.cooperative_refusals;

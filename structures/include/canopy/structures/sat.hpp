@@ -166,13 +166,12 @@ struct sat_kept_scratch {
   explicit sat_kept_scratch(context& ctx) : bytes(ctx, 0), region(ctx, 0) {}
   buffer<unsigned char> bytes;
   unsigned epoch = 0;  //!< the last build's epoch; 0: none since the last clear
-  //! The region kernel's exchange and chunk counters (RGBA8 -> u32 on sm_90,
-  //! detail/sat_region_kernels.cuh). Each build adds its block count to every chunk's counter, so
-  //! only a change of grid or chunk count, fresh memory or a wrap clears the counters.
+  //! The region kernel's chunk counters (region_chunks u32 at the start) and exchange (RGBA8 ->
+  //! u32 on sm_90, detail/sat_region_kernels.cuh). Each build adds its block count to every
+  //! chunk's counter, so only a change of grid or chunk count, fresh memory or a wrap clears them.
   buffer<unsigned char> region;
   unsigned region_builds = 0;  //!< builds since the counters were cleared: each counter holds region_builds x region_blocks
   int region_blocks = 0, region_chunks = 0;
-  std::size_t region_counters = 0;  //!< where in `region` the region_chunks u32 counters start
 };
 //! build_sat() with the scratch kept in `kept` (null: temporary memory, as build_sat()).
 template <class In, class Table>

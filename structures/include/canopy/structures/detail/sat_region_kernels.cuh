@@ -779,19 +779,21 @@ __global__ void __launch_bounds__(16 * 32, 1)
 // Host side.
 
 //! Byte offsets of the region kernel's global exchange (one buffer) for B blocks, NC chunks and
-//! RHs row-sum stride.
+//! RHs row-sum stride. The chunk counters come first, at offset 0 whatever the grid and region
+//! height, so that counters a kept buffer holds from one build stay where the next build looks
+//! for them (the slots are padded to 256 bytes after them).
 struct exchange_layout {
-  std::size_t rowsum, colsum, total, cnt, bytes;
+  std::size_t cnt, rowsum, colsum, total, bytes;
   exchange_layout(int B, int NC, int RHs) {
     std::size_t o = 0;
+    cnt = o;
+    o += (std::size_t(NC) * 4 + 255) & ~std::size_t(255);
     rowsum = o;
     o += std::size_t(exchange_slots) * B * RHs * 8;
     colsum = o;
     o += std::size_t(exchange_slots) * B * RW * 8;
     total = o;
     o += std::size_t(exchange_slots) * B * 16;
-    cnt = o;
-    o += std::size_t(NC) * 4;
     bytes = o;
   }
 };
