@@ -6,7 +6,8 @@
 // single_pass is build_sat() (temporary scratch from the context's resource); kept is
 // summed_area_table::build(), the per-frame API, which keeps its look-back scratch between builds
 // (tagged descriptor words with an epoch for u32 / f32 tables; docs/sat.md). Where a build takes
-// the region kernel (RGBA8 -> u32 at widths of a multiple of 256 px on sm_90), the tile kernel is
+// a region kernel (on sm_90: RGBA8 -> u32 at widths of a multiple of 256 px, RGBA32F -> f32 of 128
+// px), the tile kernel is
 // timed too (kept, with the region kernel switched off), and both are reported.
 // GB/s counts the bytes a table build must move at least: the image once and the table once.
 // The copy bandwidth is that of a device-to-device copy of a table-sized buffer (read + write),
@@ -224,13 +225,18 @@ void bench_dof(canopy::context& ctx, const timer_median& time, int w, int h, can
 
 int main(int argc, char** argv) {
   const char* usage =
-      "usage: canopy-sat-bench [--backend host|cuda|auto] [--quick] [--reps N] [--size WxH]... [--out file.json]\n"
-      "  --size WxH  time the SAT at these sizes instead of 1080p, 4K and 8K (repeatable; no depth of field)\n";
+      "usage: canopy-sat-bench [--backend host|cuda|auto] [--quick] [--reps N] [--size WxH]... [--only T]\n"
+      "                        [--region-plan RH:NS:D] [--out file.json]\n"
+      "  --size WxH  time the SAT at these sizes instead of 1080p, 4K and 8K (repeatable; no depth of field)\n"
+      "  --only T    only this table build: rgba8, rgba32f or r8 (no depth of field)\n"
+      "  --region-plan RH:NS:D  the region kernels' rows a region, carry slots (2-4) and staging rows (1-3)\n";
   canopy::backend_request request = canopy::backend_request::automatic;
   std::string out_path;
   bool quick = false;
   int reps = 25;
   std::vector<std::pair<int, int>> only_sizes;  // --size: these instead of the default sizes, SAT only
+  std::string only;                             // --only: one table build, SAT only
+  int plan[3] = {0, 0, 0};                      // --region-plan
   try {
     canopy_bench::command_line cl(argc, argv, "canopy-sat-bench");
     while (cl.next()) {
@@ -245,6 +251,17 @@ int main(int argc, char** argv) {
         if (std::sscanf(v.c_str(), "%dx%d%c", &w, &h, &tail) != 2 || w < 1 || h < 1 || w > 65536 || h > 65536)
           throw std::invalid_argument("canopy-sat-bench: --size wants WIDTHxHEIGHT (1 to 65536 each), got '" + v + "'");
         only_sizes.push_back({w, h});
+      } else if (cl.is("--only")) {
+        only = cl.value();
+        if (only != "rgba8" && only != "rgba32f" && only != "r8")
+          throw std::invalid_argument("canopy-sat-bench: --only wants rgba8, rgba32f or r8, got '" + only + "'");
+      } else if (cl.is("--region-plan")) {
+        const std::string v = cl.value();
+        char tail = 0;
+        if (std::sscanf(v.c_str(), "%d:%d:%d%c", &plan[0], &plan[1], &plan[2], &tail) != 3 || plan[0] < 1 || plan[0] > 257 ||
+            plan[1] < 2 || plan[1] > 4 || plan[2] < 1 || plan[2] > 3)
+          throw std::invalid_argument("canopy-sat-bench: --region-plan wants RH:NS:D (RH 1 to 257, NS 2 to 4, D 1 to 3), got '" +
+                                      v + "'");
       } else cl.refuse_unknown();
     }
   } catch (const std::exception& e) {
@@ -264,13 +281,17 @@ int main(int argc, char** argv) {
     std::vector<std::pair<int, int>> sizes = {{1920, 1080}, {3840, 2160}, {7680, 4320}};
     if (quick) sizes = {{67, 33}, {257, 129}};
     if (!only_sizes.empty()) sizes = only_sizes;
+    auto& hooks = canopy::detail::sat::testing();
+    hooks.region_rows = plan[0];
+    hooks.region_slots = plan[1];
+    hooks.region_stage_rows = plan[2];
     for (auto [w, h] : sizes) {
-      bench_sat<std::uint8_t, std::uint32_t>(ctx, time, "rgba8->u32", w, h, 4);
-      bench_sat<float, float>(ctx, time, "rgba32f->f32", w, h, 4);
-      if (!quick) bench_sat<std::uint8_t, std::uint32_t>(ctx, time, "r8->u32", w, h, 1);
+      if (only.empty() || only == "rgba8") bench_sat<std::uint8_t, std::uint32_t>(ctx, time, "rgba8->u32", w, h, 4);
+      if (only.empty() || only == "rgba32f") bench_sat<float, float>(ctx, time, "rgba32f->f32", w, h, 4);
+      if ((!quick && only.empty()) || only == "r8") bench_sat<std::uint8_t, std::uint32_t>(ctx, time, "r8->u32", w, h, 1);
     }
     const int dw = quick ? 131 : 3840, dh = quick ? 77 : 2160;
-    if (only_sizes.empty()) {
+    if (only_sizes.empty() && only.empty()) {
       bench_dof(ctx, time, dw, dh, canopy::dof_kernel::box);
       bench_dof(ctx, time, dw, dh, canopy::dof_kernel::polygon);
     }
@@ -280,7 +301,9 @@ int main(int argc, char** argv) {
     j << "{\n  \"benchmark\": \"canopy-sat-bench\",\n  \"primitive\": [\"sat\", \"dof\"],\n  \"commit\": \""
       << canopy_bench::json_escape(commit) << "\",\n  \"device\": \"" << canopy_bench::json_escape(ctx.description()) << "\",\n  \"backend\": \""
       << canopy::to_string(ctx.backend_kind()) << "\",\n  \"repetitions\": " << reps
-      << ",\n  \"timing\": \"median after 3 warm-up runs; CUDA events on CUDA\",\n  \"records\": [\n";
+      << ",\n  \"timing\": \"median after 3 warm-up runs; CUDA events on CUDA\",\n";
+    if (plan[0]) j << "  \"region_plan\": \"" << plan[0] << ":" << plan[1] << ":" << plan[2] << "\",\n";
+    j << "  \"records\": [\n";
     for (std::size_t i = 0; i < records.size(); ++i) j << "    " << records[i] << (i + 1 < records.size() ? ",\n" : "\n");
     j << "  ]\n}\n";
     if (!out_path.empty()) {

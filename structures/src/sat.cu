@@ -5,6 +5,7 @@
 #include <canopy/core/for_each.hpp>
 #include <canopy/structures/detail/sat_functors.cuh>
 #include <canopy/structures/detail/sat_kernels.cuh>
+#include <canopy/structures/detail/sat_region_f32_kernels.cuh>
 #include <canopy/structures/detail/sat_region_kernels.cuh>
 #include <canopy/structures/detail/sat_scratch.cuh>
 #include <canopy/structures/sat.hpp>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 
@@ -167,12 +169,100 @@ void dispatch_single_pass(context& ctx, const In* image, Table* table, int width
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
 }
 
-//! The region kernel (detail/sat_region_kernels.cuh) for RGBA8 -> u32: 256-px region columns, so
-//! widths that are a multiple of 256 px and at most 256 px x the SMs; 16-byte aligned image and
-//! table; sm_90 code with about 222 KB of shared memory a block (H100, H200), all Gx x Gy blocks
-//! resident at once (a cooperative launch, refused e.g. under an MPS SM limit), and a driver that
-//! encodes the table's tensor map. Returns false, having launched nothing, where any of that
-//! fails, and where the measured size rule below says the tile kernel is as fast: the tile kernel
+//! What both region kernels (RGBA8 -> u32, RGBA32F -> f32) need of a build before their own plan:
+//! region columns `region_px` wide, so widths that are a multiple of region_px and at most
+//! region_px x the SMs; Gy = min(8, SMs / Gx) region rows a chunk; the size rule below (unless a
+//! test forces the kernel); a 16-byte aligned image and table; sm_90 code and 227 KB of shared
+//! memory a block (resident_blocks_per_sm asks for PTX 9.0 and a cooperative launch). False where
+//! any of that fails.
+template <auto Kernel>
+bool region_grid(context& ctx, const void* image, const void* table, int width, int height, int region_px, int threads,
+                 int& gx, int& gy, int& resident) {
+  namespace r = detail::sat_region;
+  auto& hooks = detail::sat::testing();
+  const int choice = hooks.region_kernel_choice.load();
+  if (choice == detail::sat::testing_hooks::region_never) return false;
+  const int sms = ctx.device().multiprocessors;
+  if (width % region_px != 0 || width / region_px > sms) return false;
+  gx = width / region_px;
+  gy = std::max(1, std::min(8, sms / gx));
+  // Where it pays (H100, sat-bench --size, docs/sat.md): with fewer blocks than 2/3 of the SMs
+  // (RGBA8: 1536 px and narrower; 2560 px was level) or regions shorter than 40 rows (3840 x 256,
+  // 7680 x 128) the tile kernel was as fast or faster.
+  if (choice == detail::sat::testing_hooks::region_by_size && (3 * gx * gy < 2 * sms || height < 40 * gy)) return false;
+  if (reinterpret_cast<std::uintptr_t>(image) % 16 != 0 || reinterpret_cast<std::uintptr_t>(table) % 16 != 0) return false;
+  const int per_sm =
+      detail::resident_blocks_per_sm<Kernel>(ctx, threads, r::region_smem_limit, detail::residency_needs{90, true, true});
+  resident = per_sm * sms;
+  return per_sm >= 1;
+}
+
+//! The plan's region rows: 56 where they fit in shared memory, fewer for wide images (whose
+//! exchange row sums, (Gx - 1) x rows x a sum, need more of it); a test or benchmark hook may ask
+//! for other rows, slots and staging rows. Returns the launch's dynamic shared memory, 0 where no
+//! plan fits.
+template <class Params, class Layout>
+std::size_t region_plan(Params& p, std::initializer_list<int> region_rows) {
+  namespace r = detail::sat_region;
+  auto& hooks = detail::sat::testing();
+  if (hooks.region_slots.load() > 0) p.NS = hooks.region_slots.load();
+  if (hooks.region_stage_rows.load() > 0) p.D = hooks.region_stage_rows.load();
+  const int forced = hooks.region_rows.load();
+  for (const int rows : region_rows) {
+    if (!r::plan_chunks(p, 16, forced > 0 ? forced : rows)) return 0;
+    const std::size_t bytes = Layout(p.RHmax, p.RHs, p.K, p.D, p.Gx, p.Gy, p.NS).launch_bytes();
+    if (bytes <= r::region_smem_limit) return bytes;
+    if (forced > 0) return 0;
+  }
+  return 0;
+}
+
+//! The region kernels' exchange and counters, then `launch(bytes, layout, target)`, which launches
+//! the kernel cooperatively and says whether the runtime took it. The exchange is kept by
+//! summed_area_table (counters cleared only when the grid or the chunk count changes, the memory is
+//! fresh or the count would wrap), temporary otherwise and under stream capture (a replayed graph
+//! would reuse the captured target). The test hook's surplus blocks make the runtime refuse the
+//! launch (they would hold regions past the image), so a surplus grid is launched only where it
+//! cannot be resident at once. False, with the kept counters as they were, where it was not launched.
+template <class Launch>
+bool region_launch(context& ctx, detail::sat_kept_scratch* kept, int blocks, int chunks, int resident,
+                   const detail::sat_region::exchange_layout& X, Launch launch) {
+  auto& hooks = detail::sat::testing();
+  const int surplus = std::max(hooks.region_grid_surplus.load(), 0);
+  const std::size_t grid = std::size_t(blocks) + std::size_t(surplus);
+  if (surplus == 0 ? grid > std::size_t(resident) : grid <= std::size_t(resident)) return false;
+  const bool keep = kept != nullptr && !ctx.stream_capturing();
+  buffer<unsigned char> temporary(ctx, keep ? 0 : X.bytes);
+  unsigned char* bytes = temporary.data();
+  unsigned builds = 1;
+  if (keep) {
+    const bool fresh = X.bytes > kept->region.capacity();
+    kept->region.resize_discard(X.bytes);
+    bytes = kept->region.data();
+    const bool clear = fresh || kept->region_blocks != blocks || kept->region_chunks != chunks ||
+                       kept->region_builds >= UINT_MAX / unsigned(blocks) - 1;
+    if (clear) {
+      CANOPY_CUDA_CHECK(cudaMemsetAsync(bytes + X.cnt, 0, std::size_t(chunks) * 4, ctx.stream()));
+      kept->region_builds = 0;
+      kept->region_blocks = blocks;
+      kept->region_chunks = chunks;
+    }
+    builds = kept->region_builds + 1;
+  } else {
+    CANOPY_CUDA_CHECK(cudaMemsetAsync(bytes + X.cnt, 0, std::size_t(chunks) * 4, ctx.stream()));
+  }
+  if (!launch(unsigned(grid), bytes, builds * unsigned(blocks))) {
+    ++hooks.cooperative_refusals;
+    return false;
+  }
+  if (keep) kept->region_builds = builds;
+  ++hooks.region_launches;
+  return true;
+}
+
+//! The region kernel (detail/sat_region_kernels.cuh) for RGBA8 -> u32: 256-px region columns
+//! (region_grid), a driver that encodes the table's tensor map and a cooperative launch that the
+//! runtime accepts. Returns false, having launched nothing, where any of that fails: the tile kernel
 //! then builds the table. H100 (docs/sat.md): 80-82% of copy at 4K and 89% at 8K, against 60% and
 //! 66% for the tile kernel.
 //! Plan, as measured in canopy-sat-lookahead: K = 7 walkers (8-row bands of 56-row regions), 16-row
@@ -181,24 +271,11 @@ void dispatch_single_pass(context& ctx, const In* image, Table* table, int width
 bool launch_region(context& ctx, const std::uint8_t* image, std::uint32_t* table, int width, int height,
                    detail::sat_kept_scratch* kept) {
   namespace r = detail::sat_region;
-  auto& hooks = detail::sat::testing();
-  const int choice = hooks.region_kernel_choice.load();
-  if (choice == detail::sat::testing_hooks::region_never) return false;
-  const int sms = ctx.device().multiprocessors;
-  if (width % r::RW != 0 || width / r::RW > sms) return false;
-  const int gx = width / r::RW, gy = std::max(1, std::min(8, sms / gx));
-  // Where it pays (H100, sat-bench --size, docs/sat.md): with fewer blocks than 2/3 of the SMs
-  // (1536 px and narrower; 2560 px was level) or regions shorter than 40 rows (3840 x 256, 7680 x
-  // 128) the tile kernel was as fast or faster.
-  if (choice == detail::sat::testing_hooks::region_by_size && (3 * gx * gy < 2 * sms || height < 40 * gy)) return false;
-  if (reinterpret_cast<std::uintptr_t>(image) % 16 != 0 || reinterpret_cast<std::uintptr_t>(table) % 16 != 0) return false;
-  constexpr int walkers = 7;                    // K: walkers, and as many summers; two carriers
+  constexpr int walkers = 7;  // K: walkers, and as many summers; two carriers
   constexpr int threads = (2 * walkers + 2) * 32;
-  constexpr std::size_t dynamic_limit = 227 * 1024;  // sm_90's opt-in limit; the launch asks for its layout's bytes
-  const int per_sm = detail::resident_blocks_per_sm<r::sat_region_kernel<false>>(
-      ctx, threads, dynamic_limit, detail::residency_needs{90, true, true});
-  if (per_sm < 1) return false;
-
+  int gx = 0, gy = 0, resident = 0;
+  if (!region_grid<r::sat_region_kernel<false>>(ctx, image, table, width, height, r::RW, threads, gx, gy, resident))
+    return false;
   r::lookahead_params p{};
   p.img = reinterpret_cast<const std::uint32_t*>(image);
   p.tab = reinterpret_cast<uint4*>(table);
@@ -209,61 +286,59 @@ bool launch_region(context& ctx, const std::uint8_t* image, std::uint32_t* table
   p.K = walkers;
   p.D = 1;
   p.NS = 3;
-  // 56-row regions where they fit; wide images need more of the shared memory for the exchange's
-  // row sums ((Gx - 1) x rows x 8 bytes), so they get shorter regions.
-  std::size_t launch_bytes = 0;
-  for (const int rows : {56, 48, 40, 32}) {
-    if (!r::plan_chunks(p, 16, rows)) continue;
-    launch_bytes = r::lookahead_layout(p.RHmax, p.RHs, p.K, p.D, p.Gx, p.Gy, p.NS).launch_bytes();
-    if (launch_bytes <= dynamic_limit) break;
-  }
-  if (launch_bytes == 0 || launch_bytes > dynamic_limit) return false;
-  const int blocks = p.Gx * p.Gy;
-  // The test hook's surplus blocks make the runtime refuse the launch (they would hold regions past
-  // the image), so a surplus grid is launched only where it cannot be resident at once.
-  const int surplus = std::max(hooks.region_grid_surplus.load(), 0);
-  const std::size_t resident = std::size_t(per_sm) * std::size_t(sms), grid = std::size_t(blocks) + std::size_t(surplus);
-  if (surplus == 0 ? grid > resident : grid <= resident) return false;
+  const std::size_t smem = region_plan<r::lookahead_params, r::lookahead_layout>(p, {56, 48, 40, 32});
   CUtensorMap map;
-  if (!r::encode_table_map(p.tab, p.W, p.H, map)) return false;
-
-  // Exchange and counters: kept by summed_area_table (counters cleared only when the grid or the
-  // chunk count changes, the memory is fresh or the count would wrap), temporary otherwise and
-  // under stream capture (a replayed graph would reuse the captured target).
+  if (smem == 0 || !r::encode_table_map(p.tab, p.W, p.H, map)) return false;
+  const int blocks = p.Gx * p.Gy;
   const r::exchange_layout X(blocks, p.NC, p.RHs);
-  const bool keep = kept != nullptr && !ctx.stream_capturing();
-  buffer<unsigned char> temporary(ctx, keep ? 0 : X.bytes);
-  unsigned char* bytes = temporary.data();
-  unsigned builds = 1;
-  if (keep) {
-    const bool fresh = X.bytes > kept->region.capacity();
-    kept->region.resize_discard(X.bytes);
-    bytes = kept->region.data();
-    const bool clear = fresh || kept->region_blocks != blocks || kept->region_chunks != p.NC ||
-                       kept->region_builds >= UINT_MAX / unsigned(blocks) - 1;
-    if (clear) {
-      CANOPY_CUDA_CHECK(cudaMemsetAsync(bytes + X.cnt, 0, std::size_t(p.NC) * 4, ctx.stream()));
-      kept->region_builds = 0;
-      kept->region_blocks = blocks;
-      kept->region_chunks = p.NC;
-    }
-    builds = kept->region_builds + 1;
-  } else {
-    CANOPY_CUDA_CHECK(cudaMemsetAsync(bytes + X.cnt, 0, std::size_t(p.NC) * 4, ctx.stream()));
-  }
-  p.rowsum = reinterpret_cast<uint2*>(bytes + X.rowsum);
-  p.colsum = reinterpret_cast<uint2*>(bytes + X.colsum);
-  p.total = reinterpret_cast<uint4*>(bytes + X.total);
-  p.cnt = reinterpret_cast<unsigned*>(bytes + X.cnt);
-  p.target = builds * unsigned(blocks);  // p.mode and p.stamps stay 0: the library's form ignores them
-  if (!detail::launch_cooperative(r::sat_region_kernel<false>, unsigned(grid), threads, launch_bytes,
-                                  ctx.stream(), "launch of canopy::detail::sat_region::sat_region_kernel", map, p)) {
-    ++hooks.cooperative_refusals;
+  return region_launch(ctx, kept, blocks, p.NC, resident, X, [&](unsigned grid, unsigned char* bytes, unsigned target) {
+    p.rowsum = reinterpret_cast<uint2*>(bytes + X.rowsum);
+    p.colsum = reinterpret_cast<uint2*>(bytes + X.colsum);
+    p.total = reinterpret_cast<uint4*>(bytes + X.total);
+    p.cnt = reinterpret_cast<unsigned*>(bytes + X.cnt);
+    p.target = target;  // p.mode and p.stamps stay 0: the library's form ignores them
+    return detail::launch_cooperative(r::sat_region_kernel<false>, grid, threads, smem, ctx.stream(),
+                                      "launch of canopy::detail::sat_region::sat_region_kernel", map, p);
+  });
+}
+
+//! The region kernel for RGBA32F -> f32 (detail/sat_region_f32_kernels.cuh): 128-px region columns,
+//! otherwise as launch_region (the same plan: 7 walkers, 56-row regions, 16 in chunk 0, three carry
+//! slots, one staging row). The kernel computes the offsets itself and block 0 stores them.
+bool launch_region_f32(context& ctx, const float* image, float* table, int width, int height, float* offset,
+                       detail::sat_kept_scratch* kept) {
+  namespace r = detail::sat_region;
+  constexpr int walkers = 7;
+  constexpr int threads = (2 * walkers + 2) * 32;
+  int gx = 0, gy = 0, resident = 0;
+  if (!region_grid<r::sat_region_f32_kernel<false>>(ctx, image, table, width, height, r::RWF, threads, gx, gy, resident))
     return false;
-  }
-  if (keep) kept->region_builds = builds;
-  ++hooks.region_launches;
-  return true;
+  r::f32_params p{};
+  p.img = reinterpret_cast<const float4*>(image);
+  p.offset = offset;
+  p.W = width;
+  p.H = height;
+  p.Gx = gx;
+  p.Gy = gy;
+  p.K = walkers;
+  p.D = 1;
+  p.NS = 3;
+  const std::size_t smem = region_plan<r::f32_params, r::f32_layout>(p, {32, 28, 24, 16});
+  CUtensorMap map, image_map;  // the image's 16-byte pixels have the table's geometry
+  if (smem == 0 || !r::encode_table_map(table, p.W, p.H, map, r::RWF) ||
+      !r::encode_table_map(const_cast<float*>(image), p.W, p.H, image_map, r::RWF))
+    return false;
+  const int blocks = p.Gx * p.Gy;
+  const r::exchange_layout X(blocks, p.NC, p.RHs, 16, r::RWF);
+  return region_launch(ctx, kept, blocks, p.NC, resident, X, [&](unsigned grid, unsigned char* bytes, unsigned target) {
+    p.rowsum = reinterpret_cast<float4*>(bytes + X.rowsum);
+    p.colsum = reinterpret_cast<float4*>(bytes + X.colsum);
+    p.total = reinterpret_cast<float4*>(bytes + X.total);
+    p.cnt = reinterpret_cast<unsigned*>(bytes + X.cnt);
+    p.target = target;
+    return detail::launch_cooperative(r::sat_region_f32_kernel<false>, grid, threads, smem, ctx.stream(),
+                                      "launch of canopy::detail::sat_region::sat_region_f32_kernel", map, image_map, p);
+  });
 }
 
 template <class In, class Table, int C>
@@ -272,6 +347,8 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
   namespace k = detail::sat;
   if constexpr (std::is_same_v<In, std::uint8_t> && std::is_same_v<Table, std::uint32_t> && C == 4)
     if (launch_region(ctx, image, table, width, height, kept)) return;
+  if constexpr (std::is_same_v<In, float> && std::is_same_v<Table, float> && C == 4)
+    if (launch_region_f32(ctx, image, table, width, height, offset, kept)) return;
   const int tiles_x = (width + k::tile_cols - 1) / k::tile_cols;
   const int tiles_y = (height + k::tile_rows - 1) / k::tile_rows;
   const std::size_t tiles = std::size_t(tiles_x) * std::size_t(tiles_y);

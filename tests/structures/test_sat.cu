@@ -666,9 +666,9 @@ TEST_F(CudaSat, Rgba8And4096x4096) {
 // take the tile kernel, and the tests still check the tables; the launch counts are checked on
 // sm_90.
 
-bool region_kernel_expected(const canopy::context& ctx, int width = 256) {
+bool region_kernel_expected(const canopy::context& ctx, int width = 256, int region_px = 256) {
   return ctx.device().compute_capability_major == 9 && ctx.device().shared_memory_per_block_optin >= 227 * 1024 &&
-         width % 256 == 0 && width / 256 <= ctx.device().multiprocessors;
+         width % region_px == 0 && width / region_px <= ctx.device().multiprocessors;
 }
 
 TEST_F(CudaSat, RegionKernelBuildsRgba8AtWidthsOf256) {
@@ -856,6 +856,90 @@ TEST_F(CudaSat, RegionKernelGraphCaptureReplaysWithFreshCounters) {
   if (region_kernel_expected(ctx())) EXPECT_EQ(hooks.region_launches - before, 5u);
 }
 #endif
+
+// The RGBA32F -> f32 region kernel (detail/sat_region_f32_kernels.cuh: 128-px regions, the offsets
+// computed in the kernel). Entries against the long-double reference within the float bound, box
+// sums against brute force (check_case), at the RGBA8 kernel's shapes halved in width: one chunk,
+// partial chunks, regions past the bottom, many region columns, images wide enough for shorter
+// regions (7680 px: 60 region columns; 16896 px: 132), values near 0 and near 1000 (the offsets).
+TEST_F(CudaSat, RegionKernelBuildsRgba32fAtWidthsOf128) {
+  auto& hooks = canopy::detail::sat::testing();
+  const scoped_hook<int> always(hooks.region_kernel_choice, canopy::detail::sat::testing_hooks::region_always);
+  const std::vector<std::pair<int, int>> sizes = {{128, 1},    {128, 33},    {256, 47},   {512, 100}, {384, 1000},
+                                                  {1920, 300}, {3840, 2160}, {128, 3000}, {7680, 200}, {16896, 60}};
+  const unsigned long long before = hooks.region_launches;
+  int builds = 0;
+  for (auto [w, h] : sizes)
+    for (auto d : {distribution::uniform_full, distribution::large_offset}) {
+      check_case<float, float>(ctx(), w, h, 4, canopy::sat_algorithm::single_pass, d, std::uint64_t(w) * 11 + h, 12);
+      if (region_kernel_expected(ctx(), w, 128)) ++builds;
+    }
+  if (region_kernel_expected(ctx(), 128, 128)) EXPECT_EQ(hooks.region_launches - before, unsigned(builds));
+  // Other widths, channel counts, the f64 table and the two-pass baseline do not take it.
+  const unsigned long long after = hooks.region_launches;
+  check_case<float, float>(ctx(), 1000, 100, 4, canopy::sat_algorithm::single_pass, distribution::uniform_full, 6, 12);
+  check_case<float, float>(ctx(), 1024, 100, 3, canopy::sat_algorithm::single_pass, distribution::uniform_full, 7, 12);
+  check_case<float, double>(ctx(), 1024, 100, 4, canopy::sat_algorithm::single_pass, distribution::uniform_full, 8, 12);
+  check_case<float, float>(ctx(), 1024, 100, 4, canopy::sat_algorithm::two_pass, distribution::uniform_full, 9, 12);
+  EXPECT_EQ(hooks.region_launches - after, 0u);
+}
+
+TEST_F(CudaSat, RegionKernelRgba32fKeptBuildsAndRefusal) {
+  // Builds through one summed_area_table<float>: the same size again (the kept counters advance),
+  // another grid (they are cleared), a launch the runtime refuses (the tile kernel builds it and the
+  // counters stay), then the region kernel again; and build_sat's temporary memory. Each table
+  // within the float bound of the reference, the offsets those the table was built with.
+  auto& hooks = canopy::detail::sat::testing();
+  const scoped_hook<int> always(hooks.region_kernel_choice, canopy::detail::sat::testing_hooks::region_always);
+  canopy::summed_area_table<float> sat(ctx());
+  const int c = 4;
+  const struct {
+    int w, h, surplus;
+  } steps[] = {{1024, 500, 0}, {1024, 500, 0}, {2048, 300, 0}, {2048, 300, 1 << 20}, {2048, 300, 0}, {1024, 500, 0}};
+  int index = 0;
+  for (const auto& st : steps) {
+    SCOPED_TRACE("step " + std::to_string(index) + ": " + std::to_string(st.w) + "x" + std::to_string(st.h));
+    const auto img = make_image<float>(st.w, st.h, c, distribution::large_offset, 4000 + index++);
+    canopy::buffer<float> image(ctx(), img.size());
+    image.assign(img);
+    const unsigned long long launches = hooks.region_launches;
+    {
+      const scoped_hook<int> surplus(hooks.region_grid_surplus, st.surplus);
+      sat.build<float>(image.view(), st.w, st.h, c);
+    }
+    std::vector<float> table(sat.table().size()), offset(sat.offset().size());
+    canopy::copy(ctx(), sat.table(), canopy::host_span(table.data(), table.size()));
+    canopy::copy(ctx(), sat.offset(), canopy::host_span(offset.data(), offset.size()));
+    ctx().synchronize();
+    if (region_kernel_expected(ctx(), st.w, 128)) EXPECT_EQ(hooks.region_launches - launches, st.surplus ? 0u : 1u);
+    const auto ref = reference_table<float, float>(img, st.w, st.h, c, offset);
+    long double max_abs = 0;
+    for (auto v : ref) max_abs = std::max(max_abs, (long double)std::fabs(v));
+    const long double bound = entry_bound<float>(st.w, st.h, max_abs);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      if (!(std::fabs((long double)table[i] - (long double)ref[i]) <= bound) && bad++ < 3)
+        ADD_FAILURE() << "entry " << i << ": " << table[i] << " vs " << double(ref[i]);
+    EXPECT_EQ(bad, 0u);
+    EXPECT_NEAR(offset[0], 1000.5, 0.1);  // the sample mean of 1000 + U(0, 1)
+  }
+  const unsigned long long launches = hooks.region_launches;
+  check_case<float, float>(ctx(), 2048, 300, 4, canopy::sat_algorithm::single_pass, distribution::uniform_full, 4100, 8);
+  canopy::buffer<float> image(ctx(), std::size_t(1024) * 300 * 4), table(ctx(), std::size_t(1024) * 300 * 4), off(ctx(), 4);
+  const auto img = make_image<float>(1024, 300, 4, distribution::uniform_full, 4200);
+  image.assign(img);
+  canopy::build_sat<float, float>(ctx(), image.view(), 1024, 300, 4, table.view(), off.view());
+  const auto got = table.to_host();
+  const auto o = off.to_host();
+  const auto ref = reference_table<float, float>(img, 1024, 300, 4, o);
+  long double max_abs = 0;
+  for (auto v : ref) max_abs = std::max(max_abs, (long double)std::fabs(v));
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    if (!(std::fabs((long double)got[i] - (long double)ref[i]) <= entry_bound<float>(1024, 300, max_abs))) ++bad;
+  EXPECT_EQ(bad, 0u) << "build_sat";
+  if (region_kernel_expected(ctx(), 1024, 128)) EXPECT_EQ(hooks.region_launches - launches, 2u);
+}
 
 TEST_F(CudaSat, WrapAround8192SquareOf255) {
   // 255 * 8192 * 8192 = 1.7e10: the table wraps four times, yet every entry equals

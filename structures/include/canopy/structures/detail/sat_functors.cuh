@@ -31,7 +31,8 @@ struct testing_hooks {
   //! kernel (16-byte pixels) that ran, since start.
   std::atomic<unsigned long long> persistent_attempts{0};
   std::atomic<unsigned long long> deferred_launches{0};
-  //! Region kernel (RGBA8 -> u32 on sm_90, detail/sat_region_kernels.cuh): launches that ran; which
+  //! Region kernels (RGBA8 -> u32 and RGBA32F -> f32 on sm_90, detail/sat_region_kernels.cuh and
+  //! sat_region_f32_kernels.cuh): launches that ran; which
   //! builds take it (region_by_size: those launch_region's measured size rule picks; region_never:
   //! none, so tests and benchmarks can compare the tile kernel; region_always: every build it can
   //! run, so tests can check it at small shapes); blocks added to its grid beyond what fits at
@@ -40,6 +41,12 @@ struct testing_hooks {
   std::atomic<unsigned long long> region_launches{0};
   std::atomic<int> region_kernel_choice{region_by_size};
   std::atomic<int> region_grid_surplus{0};
+  //! The region kernels' plan, for measuring (canopy-sat-bench --region-plan); 0 keeps the
+  //! library's: rows a region after chunk 0 (56, fewer for wide images), carry slots (3; 3 or 4),
+  //! staging rows a walker (1; 1 to 3).
+  std::atomic<int> region_rows{0};
+  std::atomic<int> region_slots{0};
+  std::atomic<int> region_stage_rows{0};
 };
 testing_hooks& testing();
 

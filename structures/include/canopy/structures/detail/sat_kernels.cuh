@@ -159,6 +159,31 @@ __device__ __forceinline__ void store_row_staged(T* row, const T (&v)[N], T* sta
   __syncwarp();
 }
 
+//! Float tables' offsets inside a kernel, from sample_mean's 16 x 16 grid (sat_functors.cuh):
+//! thread tid (< 256) reads sample tid, and each warp's sum of channel c goes to sums[warp][c]
+//! (lane 0), in double. offset_of_samples adds the 8 warps' sums in one fixed order, so every block
+//! that computes them gets the same offsets (the persistent tile kernel and the RGBA32F region
+//! kernel; sat_offset_kernel is the one-block form).
+template <class In, int C>
+__device__ __forceinline__ void warp_sample_sums(const In* image, int width, int height, int tid, double (*sums)[C]) {
+  const int sx = int((std::int64_t(2 * (tid % 16) + 1) * width) / 32);
+  const int sy = int((std::int64_t(2 * (tid / 16) + 1) * height) / 32);
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    double s = double(image[element(sx, sy, c, width, C)]);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if ((tid & 31) == 0) sums[tid >> 5][c] = s;
+  }
+}
+template <class Table, int C>
+__device__ __forceinline__ Table offset_of_samples(const double (*sums)[C], int c) {
+  double s = 0;
+#pragma unroll
+  for (int w = 0; w < 8; ++w) s += sums[w][c];
+  return Table(s / 256.0);
+}
+
 //! Device-scope fence between descriptor values and their flags: values, fence, flag on the writer
 //! side; flag, fence, values on the reader side. fence.acq_rel.gpu is all this protocol needs
 //! (__threadfence() is the stronger fence.sc.gpu; the two measured the same on an H200).
@@ -738,17 +763,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
   // so every block gets the same values) instead of waiting for a separate one-block kernel; block 0
   // stores them. One tile per block: sat_offset_kernel ran before (256 reads per block would cost
   // about as much as the tile's own image).
-  if constexpr (Persistent && sat_has_offset_v<Table>) {
-    const int sx = int((std::int64_t(2 * (tid % 16) + 1) * width) / 32);
-    const int sy = int((std::int64_t(2 * (tid / 16) + 1) * height) / 32);
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      double s = double(image[element(sx, sy, c, width, C)]);
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-      if (lane == 0) sh.sample_sum[warp][c] = s;
-    }
-  }
+  if constexpr (Persistent && sat_has_offset_v<Table>) warp_sample_sums<In, C>(image, width, height, tid, sh.sample_sum);
   __syncthreads();
   // Persistent: block b of G takes tiles b, b + G, ...; otherwise the one tile it claimed.
   // `order` counts tiles in processing order (tile_at); descriptors and stamps are indexed by the
@@ -762,10 +777,7 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
 #pragma unroll
   for (int c = 0; c < C; ++c) {
     if constexpr (Persistent && sat_has_offset_v<Table>) {
-      double s = 0;
-#pragma unroll
-      for (int w = 0; w < block_threads / 32; ++w) s += sh.sample_sum[w][c];
-      off[c] = Table(s / 256.0);
+      off[c] = offset_of_samples<Table, C>(sh.sample_sum, c);
       if (blockIdx.x == 0 && tid == 0) offset[c] = off[c];
     } else {
       off[c] = sat_has_offset_v<Table> ? offset[c] : Table(0);

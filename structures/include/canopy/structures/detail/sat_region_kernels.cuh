@@ -56,6 +56,7 @@ constexpr int max_region_rows = 257;            //!< 16-bit column sums of 8-bit
 constexpr int summer_rows = 8;                  //!< rows a summer lane holds at once
 constexpr int stamp_count = 11;                 //!< stamps a block and chunk (measuring builds)
 constexpr int stamp_chunks = 64;                //!< chunks stamped (measuring builds)
+constexpr std::size_t region_smem_limit = 227 * 1024;  //!< sm_90's opt-in dynamic shared memory a block
 
 // ---------------------------------------------------------------------------------------------
 // Warp arithmetic on RGBA sums (uint4: R, G, B, A) and on R|B, G|A pairs.
@@ -82,6 +83,24 @@ __device__ __forceinline__ uint4 warp_sum4(uint4 v) {
 #pragma unroll
   for (int o = 16; o; o >>= 1) v = add4(v, make_uint4(__shfl_xor_sync(~0u, v.x, o), __shfl_xor_sync(~0u, v.y, o),
                                                      __shfl_xor_sync(~0u, v.z, o), __shfl_xor_sync(~0u, v.w, o)));
+  return v;
+}
+//! The same on float RGBA sums (the RGBA32F -> f32 region kernel, sat_region_f32_kernels.cuh).
+__device__ __forceinline__ float4 add4(float4 a, float4 b) { return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
+__device__ __forceinline__ float4 sub4(float4 a, float4 b) { return make_float4(a.x - b.x, a.y - b.y, a.z - b.z, a.w - b.w); }
+struct float4_plus {
+  __device__ __forceinline__ float4 operator()(float4 a, float4 b) const { return add4(a, b); }
+};
+__device__ __forceinline__ float4 warp_inclusive_sum4(float4 v) { return warp_inclusive_scan(v, float4_plus{}); }
+//! Exclusive float sums are the inclusive sums of the lane before (not inclusive - v, which rounds).
+__device__ __forceinline__ float4 warp_exclusive_sum4(float4 v) {
+  const float4 e = shfl_up(warp_inclusive_sum4(v), 1);
+  return (threadIdx.x & 31) ? e : make_float4(0.f, 0.f, 0.f, 0.f);
+}
+__device__ __forceinline__ float4 warp_sum4(float4 v) {
+#pragma unroll
+  for (int o = 16; o; o >>= 1) v = add4(v, make_float4(__shfl_xor_sync(~0u, v.x, o), __shfl_xor_sync(~0u, v.y, o),
+                                                      __shfl_xor_sync(~0u, v.z, o), __shfl_xor_sync(~0u, v.w, o)));
   return v;
 }
 //! Inclusive sums of each of v[0..N) over lanes 0..lane of the warp, side by side (N independent
@@ -190,6 +209,18 @@ __device__ __forceinline__ void tensor_store(const CUtensorMap* tm, const void* 
   asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 #endif
 }
+//! A 3D tensor bulk load of the box at (c0, c1, c2) into shared memory, completing on `m`, with an
+//! L2 cache policy.
+__device__ __forceinline__ void tensor_load(const CUtensorMap* tm, void* dst, int c0, int c1, int c2, unsigned long long* m,
+                                            std::uint64_t pol) {
+#if CANOPY_HAS_BULK_COPY
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(
+          shared_address(dst)),
+      "l"(tm), "r"(c0), "r"(c1), "r"(c2), "r"(shared_address(m)), "l"(pol)
+      : "memory");
+#endif
+}
 //! Waits until at most n (0, 1 or 2) bulk groups of this thread still read shared memory.
 __device__ __forceinline__ void bulk_wait_read(int n) {
 #if CANOPY_HAS_BULK_COPY
@@ -269,53 +300,60 @@ __device__ __forceinline__ void row_words(const std::uint32_t* buf, int r, int l
 // Carries and the walk.
 
 //! One warp: rl[r] for the region's n rows = rows 0..r of the image left of the region.
-//! row_left(r) is row r's sum over the regions to the left.
-template <class RowLeft>
-__device__ __forceinline__ void row_carries(int n, int lane, uint4* rl, RowLeft row_left) {
-  uint4 carry = make_uint4(0, 0, 0, 0);
+//! row_left(r) is row r's sum over the regions to the left. V: uint4 or float4.
+template <class V, class RowLeft>
+__device__ __forceinline__ void row_carries(int n, int lane, V* rl, RowLeft row_left) {
+  V carry{};
   for (int r0 = 0; r0 < n; r0 += 32) {
     const int r = r0 + lane;
-    uint4 s = make_uint4(0, 0, 0, 0);
+    V s{};
     if (r < n) s = row_left(r);
     s = add4(warp_inclusive_sum4(s), carry);
     if (r < n) rl[r] = s;
     carry = shfl_idx(s, 31);
   }
 }
-//! One warp: the table row above region (I, J) of a chunk of Gy region rows, into ti (8 px a lane,
-//! swz8). coltop holds the region column's sums above the chunk and leftabove the sum above the
-//! chunk left of the region; both move on to the next chunk here. total(i, j) is region (i, j)'s
-//! total (j < J); columns(i, q) gives region (i, J)'s column sums of the lane's 8 pixels.
-template <class Total, class Columns>
-__device__ __forceinline__ void table_row_above(int Gy, int I, int J, int lane, uint4 (&coltop)[8], uint4& leftabove,
-                                                uint4* ti, Total total, Columns columns) {
-  uint4 a = make_uint4(0, 0, 0, 0), all = a;
+//! One warp: the table row above region (I, J) of a chunk of Gy region rows, into ti (PX px a lane,
+//! lane l's pixel i at ti[place(l, i)]). coltop holds the region column's sums above the chunk and
+//! leftabove the sum above the chunk left of the region; both move on to the next chunk here.
+//! total(i, j) is region (i, j)'s total (j < J); columns(i, q) gives region (i, J)'s column sums of
+//! the lane's PX pixels. V: uint4 or float4.
+template <int PX, class V, class Place, class Total, class Columns>
+__device__ __forceinline__ void table_row_above_of(int Gy, int I, int J, int lane, V (&coltop)[PX], V& leftabove, V* ti,
+                                                   Place place, Total total, Columns columns) {
+  V a{}, all{};
   for (int idx = lane; idx < Gy * J; idx += 32) {
     const int i = idx / J, j = idx % J;
-    const uint4 t = total(i, j);
+    const V t = total(i, j);
     all = add4(all, t);
     if (i < I) a = add4(a, t);
   }
   a = warp_sum4(a);
   all = warp_sum4(all);
-  uint4 ab[8];
+  V ab[PX];
 #pragma unroll
-  for (int i = 0; i < 8; ++i) ab[i] = coltop[i];
+  for (int i = 0; i < PX; ++i) ab[i] = coltop[i];
   for (int ii = 0; ii < Gy; ++ii) {
-    uint4 q[8];
+    V q[PX];
     columns(ii, q);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < PX; ++i) {
       if (ii < I) ab[i] = add4(ab[i], q[i]);
       coltop[i] = add4(coltop[i], q[i]);
     }
   }
 #pragma unroll
-  for (int i = 1; i < 8; ++i) ab[i] = add4(ab[i], ab[i - 1]);
-  const uint4 off = add4(add4(leftabove, a), warp_exclusive_sum4(ab[7]));
+  for (int i = 1; i < PX; ++i) ab[i] = add4(ab[i], ab[i - 1]);
+  const V off = add4(add4(leftabove, a), warp_exclusive_sum4(ab[PX - 1]));
 #pragma unroll
-  for (int i = 0; i < 8; ++i) ti[swz8(lane, i)] = add4(ab[i], off);
+  for (int i = 0; i < PX; ++i) ti[place(lane, i)] = add4(ab[i], off);
   leftabove = add4(leftabove, all);
+}
+//! table_row_above_of for the RGBA8 kernel's 8 px a lane at swz8.
+template <class Total, class Columns>
+__device__ __forceinline__ void table_row_above(int Gy, int I, int J, int lane, uint4 (&coltop)[8], uint4& leftabove,
+                                                uint4* ti, Total total, Columns columns) {
+  table_row_above_of<8>(Gy, I, J, lane, coltop, leftabove, ti, [](int l, int i) { return swz8(l, i); }, total, columns);
 }
 
 //! One walker warp's band of a chunk: rows [r0, r1) of the region in `buf`, written to the table
@@ -782,16 +820,18 @@ __global__ void __launch_bounds__(16 * 32, 1)
 //! RHs row-sum stride. The chunk counters come first, at offset 0 whatever the grid and region
 //! height, so that counters a kept buffer holds from one build stay where the next build looks
 //! for them (the slots are padded to 256 bytes after them).
+//! `sum_bytes` is the size of one row or column sum: 8 for RGBA8's R|B, G|A pairs, 16 for float4;
+//! `region_px` the region width.
 struct exchange_layout {
   std::size_t cnt, rowsum, colsum, total, bytes;
-  exchange_layout(int B, int NC, int RHs) {
+  exchange_layout(int B, int NC, int RHs, int sum_bytes = 8, int region_px = RW) {
     std::size_t o = 0;
     cnt = o;
     o += (std::size_t(NC) * 4 + 255) & ~std::size_t(255);
     rowsum = o;
-    o += std::size_t(exchange_slots) * B * RHs * 8;
+    o += std::size_t(exchange_slots) * B * RHs * sum_bytes;
     colsum = o;
-    o += std::size_t(exchange_slots) * B * RW * 8;
+    o += std::size_t(exchange_slots) * B * region_px * sum_bytes;
     total = o;
     o += std::size_t(exchange_slots) * B * 16;
     bytes = o;
@@ -820,15 +860,16 @@ inline encode_tiled_fn tensor_map_encoder() {
   }();
   return f;
 }
-//! The W x H u32 RGBA table `tab` as a 3D tensor of u32: 32 words (8 px) x W / 8 x H; a box is one
-//! 256-px region row, 32 rows of 128 bytes in shared memory, one a lane, 16-byte units swizzled
-//! within 1024 bytes (swz8). False where the driver cannot encode it.
-inline bool encode_table_map(uint4* tab, int W, int H, CUtensorMap& tm) {
+//! The W x H table `tab` of 16-byte pixels (u32 or f32 RGBA) as a 3D tensor of u32: 32 words (8 px)
+//! x W / 8 x H; a box is one region row (region_px px: 256 for RGBA8, 32 rows of 128 bytes in shared
+//! memory, one a lane; 128 for RGBA32F, 16 rows), 16-byte units swizzled within 1024 bytes (swz8,
+//! swz4). False where the driver cannot encode it.
+inline bool encode_table_map(void* tab, int W, int H, CUtensorMap& tm, int region_px = RW) {
   const encode_tiled_fn encode = tensor_map_encoder();
   if (!encode) return false;
   const cuuint64_t dims[3] = {32, cuuint64_t(W / 8), cuuint64_t(H)};
   const cuuint64_t strides[2] = {128, cuuint64_t(W) * 16};
-  const cuuint32_t box[3] = {32, 32, 1}, estr[3] = {1, 1, 1};
+  const cuuint32_t box[3] = {32, cuuint32_t(region_px / 8), 1}, estr[3] = {1, 1, 1};
   return encode(&tm, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, tab, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
                 CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
