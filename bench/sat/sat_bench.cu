@@ -1,14 +1,15 @@
 // canopy-sat-bench: summed-area table throughput against the copy bandwidth of the same device,
 // the single-pass kernel against the two-pass baseline, and SAT depth of field at 4K.
 //
-//   canopy-sat-bench [--backend host|cuda|auto] [--quick] [--reps N] [--size WxH]... [--out file.json]
+//   canopy-sat-bench [--backend host|cuda|auto] [--quick] [--reps N] [--size WxH]... [--only T]
+//                    [--region-plan RH:NS:D] [--out file.json]
 //
 // single_pass is build_sat() (temporary scratch from the context's resource); kept is
 // summed_area_table::build(), the per-frame API, which keeps its look-back scratch between builds
 // (tagged descriptor words with an epoch for u32 / f32 tables; docs/sat.md). Where a build takes
-// a region kernel (on sm_90: RGBA8 -> u32 at widths of a multiple of 256 px, RGBA32F -> f32 of 128
-// px), the tile kernel is
-// timed too (kept, with the region kernel switched off), and both are reported.
+// a region kernel (on sm_90: RGBA8 -> u32 at widths of a multiple of 256 px, RGBA32F -> f32 at
+// multiples of 128 px), the tile kernel is timed too (kept, with the region kernel switched off),
+// and both are reported. --only and --region-plan are for measuring sweeps.
 // GB/s counts the bytes a table build must move at least: the image once and the table once.
 // The copy bandwidth is that of a device-to-device copy of a table-sized buffer (read + write),
 // measured in the same run. Times are medians of >= 20 runs after warm-up (CUDA events on CUDA,

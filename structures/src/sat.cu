@@ -303,8 +303,10 @@ bool launch_region(context& ctx, const std::uint8_t* image, std::uint32_t* table
 }
 
 //! The region kernel for RGBA32F -> f32 (detail/sat_region_f32_kernels.cuh): 128-px region columns,
-//! otherwise as launch_region (the same plan: 7 walkers, 56-row regions, 16 in chunk 0, three carry
-//! slots, one staging row). The kernel computes the offsets itself and block 0 stores them.
+//! otherwise as launch_region, with 28-row regions after chunk 0 (16 in it; fewer where 28 do not
+//! fit: both image buffers hold 2 KB rows), 7 walkers, three carry slots, one staging row: the best
+//! of the plans measured (16 to 56 rows, 2 to 4 slots, 1 or 2 staging rows). The kernel computes
+//! the offsets itself and block 0 stores them.
 bool launch_region_f32(context& ctx, const float* image, float* table, int width, int height, float* offset,
                        detail::sat_kept_scratch* kept) {
   namespace r = detail::sat_region;
@@ -312,6 +314,12 @@ bool launch_region_f32(context& ctx, const float* image, float* table, int width
   constexpr int threads = (2 * walkers + 2) * 32;
   int gx = 0, gy = 0, resident = 0;
   if (!region_grid<r::sat_region_f32_kernel<false>>(ctx, image, table, width, height, r::RWF, threads, gx, gy, resident))
+    return false;
+  // Measured on the H100 (docs/sat.md): faster than the tile kernel at 7680 x 4320 (81% of copy
+  // against 78.5%), slower at 3840 x 2160 (75.5% against 77.5%) and 1920 x 1080 (63% against 71%);
+  // so only images of 2^24 pixels and more take it.
+  if (detail::sat::testing().region_kernel_choice.load() == detail::sat::testing_hooks::region_by_size &&
+      std::size_t(width) * std::size_t(height) < (std::size_t(1) << 24))
     return false;
   r::f32_params p{};
   p.img = reinterpret_cast<const float4*>(image);
@@ -323,7 +331,7 @@ bool launch_region_f32(context& ctx, const float* image, float* table, int width
   p.K = walkers;
   p.D = 1;
   p.NS = 3;
-  const std::size_t smem = region_plan<r::f32_params, r::f32_layout>(p, {32, 28, 24, 16});
+  const std::size_t smem = region_plan<r::f32_params, r::f32_layout>(p, {28, 24, 16});
   CUtensorMap map, image_map;  // the image's 16-byte pixels have the table's geometry
   if (smem == 0 || !r::encode_table_map(table, p.W, p.H, map, r::RWF) ||
       !r::encode_table_map(const_cast<float*>(image), p.W, p.H, image_map, r::RWF))

@@ -106,6 +106,20 @@ void expect_exact_u32(const std::vector<std::uint32_t>& got, const std::vector<s
   EXPECT_EQ(bad, 0u) << what;
 }
 
+// Entries of a float table (w x h x c, built with `offset`) outside entry_bound of the reference.
+std::size_t float_entries_outside_bound(const std::vector<float>& table, const std::vector<float>& img, int w, int h, int c,
+                                        const std::vector<float>& offset) {
+  const auto ref = reference_table<float, float>(img, w, h, c, offset);
+  long double max_abs = 0;
+  for (auto v : ref) max_abs = std::max(max_abs, (long double)std::fabs(v));
+  const long double bound = entry_bound<float>(w, h, max_abs);
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    if (!(std::fabs((long double)table[i] - (long double)ref[i]) <= bound) && bad++ < 3)
+      ADD_FAILURE() << "entry " << i << ": " << table[i] << " vs " << double(ref[i]);
+  return bad;
+}
+
 //! Sets a test hook for its lifetime and puts the old value back.
 template <class T>
 struct scoped_hook {
@@ -912,15 +926,7 @@ TEST_F(CudaSat, RegionKernelRgba32fKeptBuildsAndRefusal) {
     canopy::copy(ctx(), sat.offset(), canopy::host_span(offset.data(), offset.size()));
     ctx().synchronize();
     if (region_kernel_expected(ctx(), st.w, 128)) EXPECT_EQ(hooks.region_launches - launches, st.surplus ? 0u : 1u);
-    const auto ref = reference_table<float, float>(img, st.w, st.h, c, offset);
-    long double max_abs = 0;
-    for (auto v : ref) max_abs = std::max(max_abs, (long double)std::fabs(v));
-    const long double bound = entry_bound<float>(st.w, st.h, max_abs);
-    std::size_t bad = 0;
-    for (std::size_t i = 0; i < ref.size(); ++i)
-      if (!(std::fabs((long double)table[i] - (long double)ref[i]) <= bound) && bad++ < 3)
-        ADD_FAILURE() << "entry " << i << ": " << table[i] << " vs " << double(ref[i]);
-    EXPECT_EQ(bad, 0u);
+    EXPECT_EQ(float_entries_outside_bound(table, img, st.w, st.h, c, offset), 0u);
     EXPECT_NEAR(offset[0], 1000.5, 0.1);  // the sample mean of 1000 + U(0, 1)
   }
   const unsigned long long launches = hooks.region_launches;
@@ -929,16 +935,45 @@ TEST_F(CudaSat, RegionKernelRgba32fKeptBuildsAndRefusal) {
   const auto img = make_image<float>(1024, 300, 4, distribution::uniform_full, 4200);
   image.assign(img);
   canopy::build_sat<float, float>(ctx(), image.view(), 1024, 300, 4, table.view(), off.view());
-  const auto got = table.to_host();
-  const auto o = off.to_host();
-  const auto ref = reference_table<float, float>(img, 1024, 300, 4, o);
-  long double max_abs = 0;
-  for (auto v : ref) max_abs = std::max(max_abs, (long double)std::fabs(v));
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i)
-    if (!(std::fabs((long double)got[i] - (long double)ref[i]) <= entry_bound<float>(1024, 300, max_abs))) ++bad;
-  EXPECT_EQ(bad, 0u) << "build_sat";
+  EXPECT_EQ(float_entries_outside_bound(table.to_host(), img, 1024, 300, 4, off.to_host()), 0u) << "build_sat";
   if (region_kernel_expected(ctx(), 1024, 128)) EXPECT_EQ(hooks.region_launches - launches, 2u);
+}
+
+TEST_F(CudaSat, RegionKernelRgba32fTakenWhereItPays) {
+  // launch_region_f32's size rule (H100, docs/sat.md): 2^24 pixels and more. 3840 x 2160 takes the
+  // tile kernel (checked against the reference); 7680 x 4320 the region kernel, checked against the
+  // tile kernel's table of the same image (every 61st entry, within twice the entry bound).
+  auto& hooks = canopy::detail::sat::testing();
+  const unsigned long long before = hooks.region_launches;
+  check_case<float, float>(ctx(), 3840, 2160, 4, canopy::sat_algorithm::single_pass, distribution::uniform_full, 4300, 4);
+  if (region_kernel_expected(ctx(), 3840, 128)) EXPECT_EQ(hooks.region_launches - before, 0u);
+  const int w = 7680, h = 4320, c = 4;
+  const auto img = make_image<float>(w, h, c, distribution::large_offset, 4400);
+  canopy::buffer<float> image(ctx(), img.size());
+  image.assign(img);
+  std::vector<float> tables[2];
+  for (int region = 1; region >= 0; --region) {
+    const unsigned long long launches = hooks.region_launches;
+    canopy::summed_area_table<float> sat(ctx());
+    {
+      const scoped_hook<int> choice(hooks.region_kernel_choice, region ? canopy::detail::sat::testing_hooks::region_by_size
+                                                                       : canopy::detail::sat::testing_hooks::region_never);
+      sat.build<float>(image.view(), w, h, c);
+    }
+    tables[region].resize(sat.table().size());
+    canopy::copy(ctx(), sat.table(), canopy::host_span(tables[region].data(), tables[region].size()));
+    ctx().synchronize();
+    if (region_kernel_expected(ctx(), w, 128) && ctx().device().multiprocessors == 132)
+      EXPECT_EQ(hooks.region_launches - launches, unsigned(region));
+  }
+  long double max_abs = 0;
+  for (float v : tables[0]) max_abs = std::max(max_abs, (long double)std::fabs(v));
+  const long double bound = 2 * entry_bound<float>(w, h, max_abs);
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < tables[0].size(); i += 61)
+    if (!(std::fabs((long double)tables[1][i] - (long double)tables[0][i]) <= bound) && bad++ < 3)
+      ADD_FAILURE() << "entry " << i << ": " << tables[1][i] << " vs " << tables[0][i];
+  EXPECT_EQ(bad, 0u);
 }
 
 TEST_F(CudaSat, WrapAround8192SquareOf255) {

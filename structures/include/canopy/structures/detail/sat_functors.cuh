@@ -42,8 +42,8 @@ struct testing_hooks {
   std::atomic<int> region_kernel_choice{region_by_size};
   std::atomic<int> region_grid_surplus{0};
   //! The region kernels' plan, for measuring (canopy-sat-bench --region-plan); 0 keeps the
-  //! library's: rows a region after chunk 0 (56, fewer for wide images), carry slots (3; 3 or 4),
-  //! staging rows a walker (1; 1 to 3).
+  //! library's: rows a region after chunk 0 (RGBA8 56, RGBA32F 28; fewer for wide images), carry
+  //! slots (3; 2 to 4), staging rows a walker (1; 1 to 3).
   std::atomic<int> region_rows{0};
   std::atomic<int> region_slots{0};
   std::atomic<int> region_stage_rows{0};

@@ -85,7 +85,8 @@ struct f32_layout {
   __host__ __device__ std::size_t launch_bytes() const { return bytes + 1024; }
 };
 
-//! Rows a summer lane holds at once (4 px of each: 16 float4 registers).
+//! Rows a summer lane holds at once (pixels lane + 32 i of each, i < 4: every load instruction of
+//! the warp reads 512 contiguous bytes; 16 float4 registers).
 constexpr int f32_summer_rows = 4;
 
 //! The RGBA32F region kernel: (2 K + 2) warps a block, Gx x Gy blocks launched cooperatively,
@@ -180,17 +181,12 @@ __global__ void __launch_bounds__(16 * 32, 1)
 #pragma unroll
       for (int i = 0; i < 4; ++i) col[i] = tot;
       for (int rb = r0; rb < r1; rb += f32_summer_rows) {
-        // The next rows into L2 while these are summed (each lane a 128-byte line of them).
-#pragma unroll
-        for (int q = 0; q < f32_summer_rows; ++q)
-          if ((lane & 1) == 0 && rb + f32_summer_rows + q < r1)
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(p.img + std::size_t(top + rb + f32_summer_rows + q) * p.W + x0 + 4 * lane));
         float4 v[f32_summer_rows][4];
 #pragma unroll
         for (int q = 0; q < f32_summer_rows; ++q) {
-          const float4* row = p.img + std::size_t(top + rb + q) * p.W + x0 + 4 * lane;
+          const float4* row = p.img + std::size_t(top + rb + q) * p.W + x0 + lane;
 #pragma unroll
-          for (int i = 0; i < 4; ++i) v[q][i] = rb + q < r1 ? __ldg(row + i) : off;  // off - off: a row of zeros
+          for (int i = 0; i < 4; ++i) v[q][i] = rb + q < r1 ? __ldg(row + 32 * i) : off;  // off - off: a row of zeros
         }
         float4 rs[f32_summer_rows];
 #pragma unroll
@@ -217,7 +213,7 @@ __global__ void __launch_bounds__(16 * 32, 1)
       }
       float4* bc = bandcol + (std::size_t(s) * K + k) * RWF;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) bc[swz4(lane, i)] = col[i];
+      for (int i = 0; i < 4; ++i) bc[swz4((32 * i + lane) >> 2, lane & 3)] = col[i];  // pixel 32 i + lane
       if (lane == 0) wtot[k] = tot;
       named_barrier(1, K * 32);
       const float4* bcs = bandcol + std::size_t(s) * K * RWF;
