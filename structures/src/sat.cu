@@ -315,11 +315,14 @@ bool launch_region_f32(context& ctx, const float* image, float* table, int width
   int gx = 0, gy = 0, resident = 0;
   if (!region_grid<r::sat_region_f32_kernel<false>>(ctx, image, table, width, height, r::RWF, threads, gx, gy, resident))
     return false;
-  // Measured on the H100 (docs/sat.md): faster than the tile kernel at 7680 x 4320 (81% of copy
-  // against 78.5%), slower at 3840 x 2160 (75.5% against 77.5%) and 1920 x 1080 (63% against 71%);
-  // so only images of 2^24 pixels and more take it.
+  // Where it pays (H100, sat-bench --size, docs/sat.md): faster than the tile kernel at 7680 x 4320
+  // (60 x 2 blocks: 80.6% of copy against 78.4%) and 4096 x 4096 (32 x 4: 81.2% against 78.2%);
+  // slower at 3840 x 2160 (30 x 4, 8.3 Mpx), 1920 x 1080, 6144 x 3456 (48 x 2 = 96 blocks) and
+  // 15360 x 2160 (120 region columns). So: 2^24 pixels and more, at least 90% of the SMs' worth of
+  // blocks, at most 64 region columns.
+  const int sms = ctx.device().multiprocessors;
   if (detail::sat::testing().region_kernel_choice.load() == detail::sat::testing_hooks::region_by_size &&
-      std::size_t(width) * std::size_t(height) < (std::size_t(1) << 24))
+      (std::size_t(width) * std::size_t(height) < (std::size_t(1) << 24) || 10 * gx * gy < 9 * sms || gx > 64))
     return false;
   r::f32_params p{};
   p.img = reinterpret_cast<const float4*>(image);
