@@ -34,6 +34,11 @@
 //     regions of at least 40 rows (about 2816 x 1584 and up at 16:9). It is launched
 //     cooperatively; where that is refused, or the device, width or alignment do not fit, the tile
 //     kernel runs instead.
+//   - single_pass, RGBA32F -> f32 at widths that are a multiple of 128 px (same devices): the same
+//     plan over 128-px regions (detail/sat_region_f32_kernels.cuh), the second read of each row by
+//     tensor loads into shared memory. Taken only where it measured faster than the tile kernel:
+//     2^24 pixels and more, at least 90% of the SMs' worth of blocks and at most 64 region columns
+//     (7680 x 4320: 81% of copy against 78%; 4096 x 4096: 81% against 78%; docs/sat.md).
 //   - single_pass otherwise: one kernel reads the image once and writes the table once. The image is cut
 //     into 32 x 128 tiles taken in anti-diagonal order (tiles of one diagonal ti + tj in a row,
 //     so that every look-back goes to an earlier tile); each tile publishes its row sums and column sums
@@ -147,9 +152,9 @@ struct sat_view {
 //! channels in 1..4; width, height >= 0 (0 builds nothing), width * height * channels < 2^31.
 //! Complexity: O(width * height * channels) work. Temporary memory from ctx.resource():
 //! single_pass: (2 * (32 + 128 + 1) * channels * sizeof(Table) + 24) bytes per 32 x 128 tile (about
-//! 1/12 of the table for u32 RGBA) + 260 bytes, or for the region kernel (RGBA8 -> u32, widths of a
-//! multiple of 256 px) its exchange: 8 slots of a region's row sums, column sums and total, about
-//! 20 KB a block (2.4 MB for the 120 blocks of 4K and 8K), and 4 bytes a chunk;
+//! 1/12 of the table for u32 RGBA) + 260 bytes, or for the region kernels (RGBA8 -> u32, RGBA32F ->
+//! f32, see above) their exchange: 8 slots of a region's row sums, column sums and total, about
+//! 20 KB a block (2.4 MB for 120 blocks), and 4 bytes a chunk;
 //! two_pass and host: none. (summed_area_table keeps
 //! this memory from one build to the next instead, which lets 4-byte tables skip the flags and
 //! fences of the look-back; see there.) Stable API.
@@ -166,8 +171,8 @@ struct sat_kept_scratch {
   explicit sat_kept_scratch(context& ctx) : bytes(ctx, 0), region(ctx, 0) {}
   buffer<unsigned char> bytes;
   unsigned epoch = 0;  //!< the last build's epoch; 0: none since the last clear
-  //! The region kernel's chunk counters (region_chunks u32 at the start) and exchange (RGBA8 ->
-  //! u32 on sm_90, detail/sat_region_kernels.cuh). Each build adds its block count to every
+  //! The region kernels' chunk counters (region_chunks u32 at the start) and exchange (RGBA8 ->
+  //! u32 and RGBA32F -> f32 on sm_90, detail/sat_region_kernels.cuh, sat_region_f32_kernels.cuh). Each build adds its block count to every
   //! chunk's counter, so only a change of grid or chunk count, fresh memory or a wrap clears them.
   buffer<unsigned char> region;
   unsigned region_builds = 0;  //!< builds since the counters were cleared: each counter holds region_builds x region_blocks
