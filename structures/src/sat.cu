@@ -217,6 +217,28 @@ std::size_t region_plan(Params& p, std::initializer_list<int> region_rows) {
   return 0;
 }
 
+//! What both region kernels' parameters start from: the image's size, the region grid, `walkers`
+//! walkers, one staging row a walker and three carry slots (region_plan may change the last two).
+template <class Params>
+void region_params_start(Params& p, int width, int height, int gx, int gy, int walkers) {
+  p.W = width;
+  p.H = height;
+  p.Gx = gx;
+  p.Gy = gy;
+  p.K = walkers;
+  p.D = 1;
+  p.NS = 3;
+}
+//! Points p's exchange at `bytes` (laid out as X) and sets the build's barrier target.
+template <class Params>
+void region_params_exchange(Params& p, unsigned char* bytes, const detail::sat_region::exchange_layout& X, unsigned target) {
+  p.rowsum = reinterpret_cast<decltype(p.rowsum)>(bytes + X.rowsum);
+  p.colsum = reinterpret_cast<decltype(p.colsum)>(bytes + X.colsum);
+  p.total = reinterpret_cast<decltype(p.total)>(bytes + X.total);
+  p.cnt = reinterpret_cast<unsigned*>(bytes + X.cnt);
+  p.target = target;
+}
+
 //! The region kernels' exchange and counters, then `launch(bytes, layout, target)`, which launches
 //! the kernel cooperatively and says whether the runtime took it. The exchange is kept by
 //! summed_area_table (counters cleared only when the grid or the chunk count changes, the memory is
@@ -279,24 +301,14 @@ bool launch_region(context& ctx, const std::uint8_t* image, std::uint32_t* table
   r::lookahead_params p{};
   p.img = reinterpret_cast<const std::uint32_t*>(image);
   p.tab = reinterpret_cast<uint4*>(table);
-  p.W = width;
-  p.H = height;
-  p.Gx = gx;
-  p.Gy = gy;
-  p.K = walkers;
-  p.D = 1;
-  p.NS = 3;
+  region_params_start(p, width, height, gx, gy, walkers);
   const std::size_t smem = region_plan<r::lookahead_params, r::lookahead_layout>(p, {56, 48, 40, 32});
   CUtensorMap map;
   if (smem == 0 || !r::encode_table_map(p.tab, p.W, p.H, map)) return false;
   const int blocks = p.Gx * p.Gy;
   const r::exchange_layout X(blocks, p.NC, p.RHs);
   return region_launch(ctx, kept, blocks, p.NC, resident, X, [&](unsigned grid, unsigned char* bytes, unsigned target) {
-    p.rowsum = reinterpret_cast<uint2*>(bytes + X.rowsum);
-    p.colsum = reinterpret_cast<uint2*>(bytes + X.colsum);
-    p.total = reinterpret_cast<uint4*>(bytes + X.total);
-    p.cnt = reinterpret_cast<unsigned*>(bytes + X.cnt);
-    p.target = target;  // p.mode and p.stamps stay 0: the library's form ignores them
+    region_params_exchange(p, bytes, X, target);  // p.mode and p.stamps stay 0: the library's form ignores them
     return detail::launch_cooperative(r::sat_region_kernel<false>, grid, threads, smem, ctx.stream(),
                                       "launch of canopy::detail::sat_region::sat_region_kernel", map, p);
   });
@@ -327,13 +339,7 @@ bool launch_region_f32(context& ctx, const float* image, float* table, int width
   r::f32_params p{};
   p.img = reinterpret_cast<const float4*>(image);
   p.offset = offset;
-  p.W = width;
-  p.H = height;
-  p.Gx = gx;
-  p.Gy = gy;
-  p.K = walkers;
-  p.D = 1;
-  p.NS = 3;
+  region_params_start(p, width, height, gx, gy, walkers);
   const std::size_t smem = region_plan<r::f32_params, r::f32_layout>(p, {28, 24, 16});
   CUtensorMap map, image_map;  // the image's 16-byte pixels have the table's geometry
   if (smem == 0 || !r::encode_table_map(table, p.W, p.H, map, r::RWF) ||
@@ -342,11 +348,7 @@ bool launch_region_f32(context& ctx, const float* image, float* table, int width
   const int blocks = p.Gx * p.Gy;
   const r::exchange_layout X(blocks, p.NC, p.RHs, 16, r::RWF);
   return region_launch(ctx, kept, blocks, p.NC, resident, X, [&](unsigned grid, unsigned char* bytes, unsigned target) {
-    p.rowsum = reinterpret_cast<float4*>(bytes + X.rowsum);
-    p.colsum = reinterpret_cast<float4*>(bytes + X.colsum);
-    p.total = reinterpret_cast<float4*>(bytes + X.total);
-    p.cnt = reinterpret_cast<unsigned*>(bytes + X.cnt);
-    p.target = target;
+    region_params_exchange(p, bytes, X, target);
     return detail::launch_cooperative(r::sat_region_f32_kernel<false>, grid, threads, smem, ctx.stream(),
                                       "launch of canopy::detail::sat_region::sat_region_f32_kernel", map, image_map, p);
   });

@@ -346,22 +346,7 @@ __global__ void __launch_bounds__(16 * 32, 1)
       }
       __syncwarp();
       if (lane == 0) mbar_arrive(&freed[s]);  // slot s may take chunk c + NS
-      if (c + 2 < p.NC) {                      // chunk c + 2 into the buffer
-        int s2, rh2;
-        chunk_geometry(p, c + 2, s2, rh2);
-        if (rh2 == rh) {
-          load_band(c + 2, k);  // the same rows as this walker's band of chunk c: nobody else reads them
-        } else {
-          unsigned last = 0;
-          if (lane == 0) {
-            __threadfence_block();
-            last = atomicAdd(&done[b], 1u) % unsigned(K) == unsigned(K - 1);
-            __threadfence_block();
-          }
-          if (__shfl_sync(~0u, last, 0))
-            for (int kk = 0; kk < K; ++kk) load_band(c + 2, kk);
-        }
-      }
+      refill_buffer(p, c, rh, k, K, lane, &done[b], load_band);
     }
     if (lane == 0) bulk_wait_all();
   }

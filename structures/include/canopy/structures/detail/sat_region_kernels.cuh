@@ -481,6 +481,32 @@ struct band_walk {
   }
 };
 
+//! A walker warp done with chunk c (rh rows a region) requests chunk c + 2's rows into the image
+//! buffer chunk c used: its own band, where chunk c + 2 has the same region height (the same rows
+//! of the buffer: nobody else reads them); where the bands move (after chunk 0, before the last),
+//! the last of the K walkers done with the buffer (counted in *done) requests every band.
+//! load_band(c, k) requests band k of chunk c.
+template <class Params, class LoadBand>
+__device__ __forceinline__ void refill_buffer(const Params& p, int c, int rh, int k, int K, int lane, unsigned* done,
+                                              LoadBand load_band) {
+  if (c + 2 < p.NC) {
+    int s2, rh2;
+    chunk_geometry(p, c + 2, s2, rh2);
+    if (rh2 == rh) {
+      load_band(c + 2, k);
+    } else {
+      unsigned last = 0;
+      if (lane == 0) {
+        __threadfence_block();
+        last = atomicAdd(done, 1u) % unsigned(K) == unsigned(K - 1);
+        __threadfence_block();
+      }
+      if (__shfl_sync(~0u, last, 0))
+        for (int kk = 0; kk < K; ++kk) load_band(c + 2, kk);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The kernel.
 
@@ -787,22 +813,7 @@ __global__ void __launch_bounds__(16 * 32, 1)
       }
       __syncwarp();
       if (lane == 0) mbar_arrive(&freed[s]);  // slot s may take chunk c + NS
-      if (c + 2 < p.NC) {                      // chunk c + 2 into the buffer
-        int s2, rh2;
-        chunk_geometry(p, c + 2, s2, rh2);
-        if (rh2 == rh) {
-          load_band(c + 2, k);  // the same rows as this walker's band of chunk c: nobody else reads them
-        } else {
-          unsigned last = 0;
-          if (lane == 0) {
-            __threadfence_block();
-            last = atomicAdd(&done[b], 1u) % unsigned(K) == unsigned(K - 1);
-            __threadfence_block();
-          }
-          if (__shfl_sync(~0u, last, 0))
-            for (int kk = 0; kk < K; ++kk) load_band(c + 2, kk);
-        }
-      }
+      refill_buffer(p, c, rh, k, K, lane, &done[b], load_band);
       if (k == 0 && lane == 0) stamp(4, c);
     }
     if (lane == 0) bulk_wait_all();
