@@ -171,12 +171,12 @@ void dispatch_single_pass(context& ctx, const In* image, Table* table, int width
 
 //! What both region kernels (RGBA8 -> u32, RGBA32F -> f32) need of a build before their own plan:
 //! region columns `region_px` wide, so widths that are a multiple of region_px and at most
-//! region_px x the SMs; Gy = min(8, SMs / Gx) region rows a chunk; the size rule below (unless a
-//! test forces the kernel); a 16-byte aligned image and table; sm_90 code and 227 KB of shared
-//! memory a block (resident_blocks_per_sm asks for PTX 9.0 and a cooperative launch). False where
-//! any of that fails.
-template <auto Kernel>
-bool region_grid(context& ctx, const void* image, const void* table, int width, int height, int region_px, int threads,
+//! region_px x the SMs; Gy = min(8, SMs / Gx) region rows a chunk; the kernel's measured size rule,
+//! pays(gx, gy, sms) (unless a test forces the kernel); a 16-byte aligned image and table; sm_90
+//! code and 227 KB of shared memory a block (resident_blocks_per_sm asks for PTX 9.0 and a
+//! cooperative launch). False where any of that fails.
+template <auto Kernel, class Pays>
+bool region_grid(context& ctx, const void* image, const void* table, int width, int region_px, int threads, Pays pays,
                  int& gx, int& gy, int& resident) {
   namespace r = detail::sat_region;
   auto& hooks = detail::sat::testing();
@@ -186,10 +186,7 @@ bool region_grid(context& ctx, const void* image, const void* table, int width, 
   if (width % region_px != 0 || width / region_px > sms) return false;
   gx = width / region_px;
   gy = std::max(1, std::min(8, sms / gx));
-  // Where it pays (H100, sat-bench --size, docs/sat.md): with fewer blocks than 2/3 of the SMs
-  // (RGBA8: 1536 px and narrower; 2560 px was level) or regions shorter than 40 rows (3840 x 256,
-  // 7680 x 128) the tile kernel was as fast or faster.
-  if (choice == detail::sat::testing_hooks::region_by_size && (3 * gx * gy < 2 * sms || height < 40 * gy)) return false;
+  if (choice == detail::sat::testing_hooks::region_by_size && !pays(gx, gy, sms)) return false;
   if (reinterpret_cast<std::uintptr_t>(image) % 16 != 0 || reinterpret_cast<std::uintptr_t>(table) % 16 != 0) return false;
   const int per_sm =
       detail::resident_blocks_per_sm<Kernel>(ctx, threads, r::region_smem_limit, detail::residency_needs{90, true, true});
@@ -296,7 +293,11 @@ bool launch_region(context& ctx, const std::uint8_t* image, std::uint32_t* table
   constexpr int walkers = 7;  // K: walkers, and as many summers; two carriers
   constexpr int threads = (2 * walkers + 2) * 32;
   int gx = 0, gy = 0, resident = 0;
-  if (!region_grid<r::sat_region_kernel<false>>(ctx, image, table, width, height, r::RW, threads, gx, gy, resident))
+  // Where it pays (H100, sat-bench --size, docs/sat.md): with fewer blocks than 2/3 of the SMs
+  // (1536 px and narrower; 2560 px was level) or regions shorter than 40 rows (3840 x 256, 7680 x
+  // 128) the tile kernel was as fast or faster.
+  const auto pays = [&](int gx, int gy, int sms) { return 3 * gx * gy >= 2 * sms && height >= 40 * gy; };
+  if (!region_grid<r::sat_region_kernel<false>>(ctx, image, table, width, r::RW, threads, pays, gx, gy, resident))
     return false;
   r::lookahead_params p{};
   p.img = reinterpret_cast<const std::uint32_t*>(image);
@@ -325,16 +326,15 @@ bool launch_region_f32(context& ctx, const float* image, float* table, int width
   constexpr int walkers = 7;
   constexpr int threads = (2 * walkers + 2) * 32;
   int gx = 0, gy = 0, resident = 0;
-  if (!region_grid<r::sat_region_f32_kernel<false>>(ctx, image, table, width, height, r::RWF, threads, gx, gy, resident))
-    return false;
   // Where it pays (H100, sat-bench --size, docs/sat.md): faster than the tile kernel at 7680 x 4320
   // (60 x 2 blocks: 80.6% of copy against 78.4%) and 4096 x 4096 (32 x 4: 81.2% against 78.2%);
   // slower at 3840 x 2160 (30 x 4, 8.3 Mpx), 1920 x 1080, 6144 x 3456 (48 x 2 = 96 blocks) and
   // 15360 x 2160 (120 region columns). So: 2^24 pixels and more, at least 90% of the SMs' worth of
   // blocks, at most 64 region columns.
-  const int sms = ctx.device().multiprocessors;
-  if (detail::sat::testing().region_kernel_choice.load() == detail::sat::testing_hooks::region_by_size &&
-      (std::size_t(width) * std::size_t(height) < (std::size_t(1) << 24) || 10 * gx * gy < 9 * sms || gx > 64))
+  const auto pays = [&](int gx, int gy, int sms) {
+    return std::size_t(width) * std::size_t(height) >= (std::size_t(1) << 24) && 10 * gx * gy >= 9 * sms && gx <= 64;
+  };
+  if (!region_grid<r::sat_region_f32_kernel>(ctx, image, table, width, r::RWF, threads, pays, gx, gy, resident))
     return false;
   r::f32_params p{};
   p.img = reinterpret_cast<const float4*>(image);
@@ -349,7 +349,7 @@ bool launch_region_f32(context& ctx, const float* image, float* table, int width
   const r::exchange_layout X(blocks, p.NC, p.RHs, 16, r::RWF);
   return region_launch(ctx, kept, blocks, p.NC, resident, X, [&](unsigned grid, unsigned char* bytes, unsigned target) {
     region_params_exchange(p, bytes, X, target);
-    return detail::launch_cooperative(r::sat_region_f32_kernel<false>, grid, threads, smem, ctx.stream(),
+    return detail::launch_cooperative(r::sat_region_f32_kernel, grid, threads, smem, ctx.stream(),
                                       "launch of canopy::detail::sat_region::sat_region_f32_kernel", map, image_map, p);
   });
 }

@@ -50,7 +50,6 @@ struct f32_params {
   unsigned target;             //!< what releases this build's barriers (as the RGBA8 kernel's)
   int K, D, NS;
   int RH0, RH, RHL, RHmax, RHs;
-  int mode;                    //!< measuring builds: 0 exact, 2 no table stores
 };
 
 //! Shared-memory layout of the RGBA32F region kernel (byte offsets from a 1024-byte aligned base).
@@ -91,8 +90,7 @@ constexpr int f32_summer_rows = 4;
 
 //! The RGBA32F region kernel: (2 K + 2) warps a block, Gx x Gy blocks launched cooperatively,
 //! dynamic shared memory f32_layout::launch_bytes(); `tmap` is the table as encode_table_map(...,
-//! RWF) makes it. Measured builds honour p.mode; the library's ignore it.
-template <bool Measured>
+//! RWF) makes it, `imap` the image the same way.
 __global__ void __launch_bounds__(16 * 32, 1)
     sat_region_f32_kernel(const __grid_constant__ CUtensorMap tmap, const __grid_constant__ CUtensorMap imap, f32_params p) {
 #if CANOPY_HAS_BULK_COPY
@@ -120,18 +118,7 @@ __global__ void __launch_bounds__(16 * 32, 1)
   const int blk = blockIdx.x, I = blk / p.Gx, J = blk % p.Gx, x0 = J * RWF;
 
   if (threadIdx.x < 256) sat::warp_sample_sums<float, 4>(reinterpret_cast<const float*>(p.img), p.W, p.H, threadIdx.x, samples);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < max_slots; ++s) {
-      mbarrier_init_only(&ready[s], unsigned(K + 2) * 32);  // every summer and carrier lane, after its writes
-      mbarrier_init_only(&freed[s], unsigned(K));           // every walker warp, after its reads
-    }
-    mbarrier_init_only(xbar, 1);
-    for (int b = 0; b < 2; ++b) {
-      for (int k = 0; k < max_walkers; ++k) mbarrier_init_only(&loadbar[b * max_walkers + k], 1);
-      done[b] = 0;
-    }
-    mbarrier_init_visible();
-  }
+  if (threadIdx.x == 0) init_region_barriers(K, loadbar, done, ready, freed, xbar);
   __syncthreads();
   const float4 off = make_float4(sat::offset_of_samples<float, 4>(samples, 0), sat::offset_of_samples<float, 4>(samples, 1),
                                  sat::offset_of_samples<float, 4>(samples, 2), sat::offset_of_samples<float, 4>(samples, 3));
@@ -247,17 +234,7 @@ __global__ void __launch_bounds__(16 * 32, 1)
       if (rows && lane == 0) {
         while (ld_acquire_gpu(&p.cnt[c]) < p.target) {
         }
-        asm volatile("fence.proxy.async;" ::: "memory");  // acquired words, then the async proxy
-        const std::size_t rowbytes = std::size_t(J) * p.RHs * 16;
-        mbar_expect_tx(xbar, unsigned(rowbytes + std::size_t(p.Gy) * RWF * 16 + std::size_t(p.Gy) * p.Gx * 16));
-        if (rowbytes)
-          bulk_copy_to_shared<false>(smem + L.xrow, p.rowsum + (slotbase + std::size_t(I) * p.Gx) * p.RHs,
-                                     unsigned(rowbytes), xbar, 0);
-        for (int i = 0; i < p.Gy; ++i)
-          bulk_copy_to_shared<false>(smem + L.xcol + std::size_t(i) * RWF * 16,
-                                     p.colsum + (slotbase + std::size_t(i) * p.Gx + J) * RWF, RWF * 16, xbar, 0);
-        bulk_copy_to_shared<false>(smem + L.xtot, p.total + slotbase, unsigned(p.Gy * p.Gx * 16), xbar, 0);
-        mbar_arrive(xbar);
+        request_exchange(p, slotbase, I, J, RWF, smem + L.xrow, smem + L.xcol, smem + L.xtot, xbar);
       }
       mbarrier_wait(xbar, unsigned(c) & 1u);
       if (c >= NS) mbarrier_wait(&freed[s], unsigned((c - NS) / NS) & 1u);
@@ -285,7 +262,6 @@ __global__ void __launch_bounds__(16 * 32, 1)
     const int k = w - K - 2;
     const std::uint64_t pol = l2_evict_first_policy();  // the table's stores
     float4* my_stage = stage + std::size_t(k) * p.D * RWF;
-    const bool write = !Measured || p.mode != 2;
     int sidx = 0;
     for (int c = 0; c < std::min(2, p.NC); ++c) load_band(c, k);
     for (int c = 0; c < p.NC; ++c) {
@@ -334,13 +310,9 @@ __global__ void __launch_bounds__(16 * 32, 1)
             S[i] = add4(S[i], add4(v[i], e));
             st[swz4(lane, i)] = add4(S[i], carry);
           }
-          if (write) {
-            fence_proxy_async();
-            __syncwarp();
-            if (lane == 0) tensor_store(&tmap, st, 0, x0 / 8, top + r, pol);
-          } else {
-            __syncwarp();
-          }
+          fence_proxy_async();
+          __syncwarp();
+          if (lane == 0) tensor_store(&tmap, st, 0, x0 / 8, top + r, pol);
           if (++sidx == p.D) sidx = 0;
         }
       }

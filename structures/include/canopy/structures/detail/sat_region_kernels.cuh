@@ -507,6 +507,47 @@ __device__ __forceinline__ void refill_buffer(const Params& p, int c, int rh, in
   }
 }
 
+//! Thread 0 of a region kernel's block: the mbarriers and counters both kernels share. Per image
+//! buffer and walker, a load barrier (one arrival, the copies' bytes) and a count of walkers done
+//! with the buffer; per carry slot, `ready` (every summer and carrier lane, after its writes) and
+//! `freed` (every walker warp, after its reads); `xbar` for the exchange's copies.
+__device__ __forceinline__ void init_region_barriers(int K, unsigned long long* loadbar, unsigned* done,
+                                                     unsigned long long* ready, unsigned long long* freed,
+                                                     unsigned long long* xbar) {
+  for (int b = 0; b < 2; ++b) {
+    for (int k = 0; k < max_walkers; ++k) mbarrier_init_only(&loadbar[b * max_walkers + k], 1);
+    done[b] = 0;
+  }
+  for (int s = 0; s < max_slots; ++s) {
+    mbarrier_init_only(&ready[s], unsigned(K + 2) * 32);
+    mbarrier_init_only(&freed[s], unsigned(K));
+  }
+  mbarrier_init_only(xbar, 1);
+  mbarrier_init_visible();
+}
+
+//! The row carrier's lane 0, once every block has published the chunk in exchange slot `slotbase`:
+//! one set of bulk copies, on xbar, of what region (I, J)'s carries read: the row sums of the
+//! regions to its left (to xrow), its region column's column sums (to xcol, region_px a region)
+//! and every total (to xtot). The sums' size is that of p's exchange (RGBA8: R|B, G|A pairs;
+//! RGBA32F: float4).
+template <class Params>
+__device__ __forceinline__ void request_exchange(const Params& p, std::size_t slotbase, int I, int J, int region_px,
+                                                 unsigned char* xrow, unsigned char* xcol, unsigned char* xtot,
+                                                 unsigned long long* xbar) {
+  constexpr std::size_t sum = sizeof(*p.rowsum), tot = sizeof(*p.total);
+  asm volatile("fence.proxy.async;" ::: "memory");  // acquired words, then the async proxy
+  const std::size_t rowbytes = std::size_t(J) * p.RHs * sum, colbytes = std::size_t(region_px) * sum;
+  mbar_expect_tx(xbar, unsigned(rowbytes + std::size_t(p.Gy) * colbytes + std::size_t(p.Gy) * p.Gx * tot));
+  if (rowbytes)
+    bulk_copy_to_shared<false>(xrow, p.rowsum + (slotbase + std::size_t(I) * p.Gx) * p.RHs, unsigned(rowbytes), xbar, 0);
+  for (int i = 0; i < p.Gy; ++i)
+    bulk_copy_to_shared<false>(xcol + std::size_t(i) * colbytes, p.colsum + (slotbase + std::size_t(i) * p.Gx + J) * region_px,
+                               unsigned(colbytes), xbar, 0);
+  bulk_copy_to_shared<false>(xtot, p.total + slotbase, unsigned(std::size_t(p.Gy) * p.Gx * tot), xbar, 0);
+  mbar_arrive(xbar);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The kernel.
 
@@ -608,16 +649,7 @@ __global__ void __launch_bounds__(16 * 32, 1)
       p.stamps[stamp_index(blk, s, c, stamp_count, stamp_chunks)] = global_timer_ns();
   };
   if (threadIdx.x == 0) {
-    for (int b = 0; b < 2; ++b) {
-      for (int k = 0; k < max_walkers; ++k) mbarrier_init_only(&loadbar[b * max_walkers + k], 1);
-      done[b] = 0;
-    }
-    for (int s = 0; s < max_slots; ++s) {
-      mbarrier_init_only(&ready[s], unsigned(K + 2) * 32);  // every summer and carrier lane, after its writes
-      mbarrier_init_only(&freed[s], unsigned(K));           // every walker warp, after its reads
-    }
-    mbarrier_init_only(xbar, 1);
-    mbarrier_init_visible();
+    init_region_barriers(K, loadbar, done, ready, freed, xbar);
     if (Measured && p.stamps) p.stamps[stamp_index(blk, 5, 0, stamp_count, stamp_chunks)] = smid();
   }
   __syncthreads();
@@ -737,17 +769,7 @@ __global__ void __launch_bounds__(16 * 32, 1)
         while (ld_acquire_gpu(&p.cnt[c]) < p.target) {
         }
         stamp(2, c);
-        asm volatile("fence.proxy.async;" ::: "memory");  // acquired words, then the async proxy
-        const std::size_t rowbytes = std::size_t(J) * p.RHs * 8;
-        mbar_expect_tx(xbar, unsigned(rowbytes + std::size_t(p.Gy) * RW * 8 + std::size_t(p.Gy) * p.Gx * 16));
-        if (rowbytes)
-          bulk_copy_to_shared<false>(smem + L.xrow, p.rowsum + (slotbase + std::size_t(I) * p.Gx) * p.RHs,
-                                     unsigned(rowbytes), xbar, 0);
-        for (int i = 0; i < p.Gy; ++i)
-          bulk_copy_to_shared<false>(smem + L.xcol + std::size_t(i) * RW * 8,
-                                     p.colsum + (slotbase + std::size_t(i) * p.Gx + J) * RW, RW * 8, xbar, 0);
-        bulk_copy_to_shared<false>(smem + L.xtot, p.total + slotbase, unsigned(p.Gy * p.Gx * 16), xbar, 0);
-        mbar_arrive(xbar);
+        request_exchange(p, slotbase, I, J, RW, smem + L.xrow, smem + L.xcol, smem + L.xtot, xbar);
       }
       mbarrier_wait(xbar, unsigned(c) & 1u);
       if (rows && lane == 0) stamp(8, c);
