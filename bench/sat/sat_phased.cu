@@ -96,6 +96,18 @@ __device__ __forceinline__ void grid_barrier(unsigned* ctr, unsigned target) {
 
 __device__ __forceinline__ uint4 ldcg4(const uint4* a) { return __ldcg(a); }
 
+//! The lane's 8 px (two 16-byte units) of image row y from pixel x0 with L2 policy `pol`, or zeros
+//! for a row past the image.
+__device__ __forceinline__ void load_px8(const params& p, int y, int x0, bool inside, std::uint64_t pol, int lane, uint4 (&d)[2]) {
+  if (inside) {
+    const uint4* row = reinterpret_cast<const uint4*>(p.img + std::size_t(y) * p.W + x0) + 2 * lane;
+    d[0] = load_policy(row, pol);
+    d[1] = load_policy(row + 1, pol);
+  } else {
+    d[0] = d[1] = make_uint4(0, 0, 0, 0);
+  }
+}
+
 __global__ void __launch_bounds__(NW * 32, 1) phased_kernel(const __grid_constant__ CUtensorMap tmap, params p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024u - (shared_address(smem_raw) & 1023u)) & 1023u);
@@ -120,25 +132,11 @@ __global__ void __launch_bounds__(NW * 32, 1) phased_kernel(const __grid_constan
       for (int rb = 0; rb < rows; rb += 8) {
         uint4 v[8][2];
 #pragma unroll
-        for (int q = 0; q < 8; ++q) {
-          if (rb + q < rows) {
-            const uint4* row = reinterpret_cast<const uint4*>(p.img + std::size_t(y0 + rb + q) * p.W + x0) + 2 * lane;
-            v[q][0] = load_policy(row, pol);
-            v[q][1] = load_policy(row + 1, pol);
-          } else {
-            v[q][0] = v[q][1] = make_uint4(0, 0, 0, 0);
-          }
-        }
+        for (int q = 0; q < 8; ++q) load_px8(p, y0 + rb + q, x0, rb + q < rows, pol, lane, v[q]);
 #pragma unroll
         for (int g = 0; g < 8; g += 4) {
-          std::uint32_t sRB[4], sGA[4], words[4][8];
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const uint4 a = v[g + q][0], b = v[g + q][1];
-            words[q][0] = a.x, words[q][1] = a.y, words[q][2] = a.z, words[q][3] = a.w;
-            words[q][4] = b.x, words[q][5] = b.y, words[q][6] = b.z, words[q][7] = b.w;
-          }
-          sum_rows(words, cRB, cGA, sRB, sGA);
+          std::uint32_t sRB[4], sGA[4];
+          sum_four_rows(v + g, cRB, cGA, sRB, sGA);
 #pragma unroll
           for (int q = 0; q < 4; ++q)
             if (rb + g + q == lane) {
@@ -218,15 +216,7 @@ __global__ void __launch_bounds__(NW * 32, 1) phased_kernel(const __grid_constan
     const int rows = min(TH, p.H - y0), r0 = w * RPW;
     const int gi = i / GT, npieces = gi + (i - gi * GT);
 #pragma unroll
-    for (int q = 0; q < RPW; ++q) {
-      if (r0 + q < rows) {
-        const uint4* row = reinterpret_cast<const uint4*>(p.img + std::size_t(y0 + r0 + q) * p.W + x0) + 2 * lane;
-        pxn[q][0] = load_policy(row, pol_first);
-        pxn[q][1] = load_policy(row + 1, pol_first);
-      } else {
-        pxn[q][0] = pxn[q][1] = make_uint4(0, 0, 0, 0);
-      }
-    }
+    for (int q = 0; q < RPW; ++q) load_px8(p, y0 + r0 + q, x0, r0 + q < rows, pol_first, lane, pxn[q]);
     const int x = x0 + 32 * w + lane;
 #pragma unroll
     for (int pc = 0; pc < max_pieces; ++pc)

@@ -145,6 +145,20 @@ __device__ __forceinline__ void sum_rows(const std::uint32_t (&v)[R][N], std::ui
     }
 }
 
+//! sum_rows over four rows of 256-px regions as loaded, 8 px a lane in two 16-byte units each
+//! (rows[q][0], rows[q][1]: row q's pixels 8 lane .. 8 lane + 7).
+__device__ __forceinline__ void sum_four_rows(const uint4 (*rows)[2], std::uint32_t (&cRB)[8], std::uint32_t (&cGA)[8],
+                                              std::uint32_t (&sRB)[4], std::uint32_t (&sGA)[4]) {
+  std::uint32_t words[4][8];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const uint4 a = rows[q][0], b = rows[q][1];
+    words[q][0] = a.x, words[q][1] = a.y, words[q][2] = a.z, words[q][3] = a.w;
+    words[q][4] = b.x, words[q][5] = b.y, words[q][6] = b.z, words[q][7] = b.w;
+  }
+  sum_rows(words, cRB, cGA, sRB, sGA);
+}
+
 // ---------------------------------------------------------------------------------------------
 // sm_90 pieces beside core's bulk_copy.cuh: mbarrier forms it has no need of, the GPU-scope
 // acquire and release, and the tensor stores. Empty below sm_90 (the host never launches the
@@ -708,14 +722,8 @@ __global__ void __launch_bounds__(16 * 32, 1)
         }
 #pragma unroll
         for (int g = 0; g < summer_rows; g += 4) {  // four rows at a time: four independent reductions
-          std::uint32_t sRB[4], sGA[4], words[4][8];
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const uint4 a = v[g + q][0], b = v[g + q][1];
-            words[q][0] = a.x, words[q][1] = a.y, words[q][2] = a.z, words[q][3] = a.w;
-            words[q][4] = b.x, words[q][5] = b.y, words[q][6] = b.z, words[q][7] = b.w;
-          }
-          sum_rows(words, bRB, bGA, sRB, sGA);
+          std::uint32_t sRB[4], sGA[4];
+          sum_four_rows(v + g, bRB, bGA, sRB, sGA);
 #pragma unroll
           for (int q = 0; q < 4; ++q)
             if (rb + g + q < r1) {
