@@ -94,8 +94,6 @@ __device__ __forceinline__ void grid_barrier(unsigned* ctr, unsigned target) {
   __syncthreads();
 }
 
-__device__ __forceinline__ uint4 ldcg4(const uint4* a) { return __ldcg(a); }
-
 //! The lane's 8 px (two 16-byte units) of image row y from pixel x0 with L2 policy `pol`, or zeros
 //! for a row past the image.
 __device__ __forceinline__ void load_px8(const params& p, int y, int x0, bool inside, std::uint64_t pol, int lane, uint4 (&d)[2]) {
@@ -108,6 +106,13 @@ __device__ __forceinline__ void load_px8(const params& p, int y, int x0, bool in
   }
 }
 
+//! The lane's 8 px of column sums, 16-bit pairs R|B and G|A, to dst[8 lane .. 8 lane + 7].
+__device__ __forceinline__ void store_pairs8(uint2* dst, int lane, const std::uint32_t (&cRB)[8], const std::uint32_t (&cGA)[8]) {
+  uint4* d = reinterpret_cast<uint4*>(dst + 8 * lane);
+#pragma unroll
+  for (int h = 0; h < 4; ++h) d[h] = make_uint4(cRB[2 * h], cGA[2 * h], cRB[2 * h + 1], cGA[2 * h + 1]);
+}
+
 __global__ void __launch_bounds__(NW * 32, 1) phased_kernel(const __grid_constant__ CUtensorMap tmap, params p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024u - (shared_address(smem_raw) & 1023u)) & 1023u);
@@ -116,7 +121,7 @@ __global__ void __launch_bounds__(NW * 32, 1) phased_kernel(const __grid_constan
   const int gw = w * int(gridDim.x) + int(blockIdx.x), NWt = int(gridDim.x) * NW;
   const int tiles = p.ntx * p.nty;
   auto stamp = [&](int s) {
-    if (p.stamps && threadIdx.x == 0) p.stamps[blockIdx.x * nstamps + s] = canopy::detail::global_timer_ns();
+    if (p.stamps && threadIdx.x == 0) p.stamps[stamp_index(int(blockIdx.x), s, 0, nstamps, 1)] = canopy::detail::global_timer_ns();
   };
   stamp(0);
   if (p.mode == 3) return;
@@ -147,9 +152,7 @@ __global__ void __launch_bounds__(NW * 32, 1) phased_kernel(const __grid_constan
       }
       if (lane < rows) p.R[std::size_t(j) * p.H + y0 + lane] = make_uint2(myRB, myGA);
       const uint4 total = warp_sum4(rgba_of_pairs(myRB, myGA));  // rows past the image summed to 0
-      uint4* c = reinterpret_cast<uint4*>(p.C + std::size_t(i) * p.W + x0 + 8 * lane);
-#pragma unroll
-      for (int h = 0; h < 4; ++h) c[h] = make_uint4(cRB[2 * h], cGA[2 * h], cRB[2 * h + 1], cGA[2 * h + 1]);
+      store_pairs8(p.C + std::size_t(i) * p.W + x0, lane, cRB, cGA);
       if (lane == 0) p.T[std::size_t(i) * p.ntx + j] = total;
       // The last tile of group (g, j) to be summed sums the group.
       const int g = i / GT, g0 = g * GT, n_g = min(GT, p.nty - g0);
@@ -165,7 +168,7 @@ __global__ void __launch_bounds__(NW * 32, 1) phased_kernel(const __grid_constan
         for (int ii = 0; ii < GT; ++ii) {
           const uint4* src = reinterpret_cast<const uint4*>(p.C + std::size_t(g0 + ii) * p.W + x0 + 8 * lane);
 #pragma unroll
-          for (int h = 0; h < 4; ++h) u[ii][h] = ii < n_g ? ldcg4(src + h) : make_uint4(0, 0, 0, 0);
+          for (int h = 0; h < 4; ++h) u[ii][h] = ii < n_g ? __ldcg(src + h) : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int ii = 0; ii < GT; ++ii)
@@ -173,10 +176,8 @@ __global__ void __launch_bounds__(NW * 32, 1) phased_kernel(const __grid_constan
           for (int h = 0; h < 4; ++h) {
             aRB[2 * h] += u[ii][h].x, aGA[2 * h] += u[ii][h].y, aRB[2 * h + 1] += u[ii][h].z, aGA[2 * h + 1] += u[ii][h].w;
           }
-        uint4* cs = reinterpret_cast<uint4*>(p.CS + std::size_t(g) * p.W + x0 + 8 * lane);
-#pragma unroll
-        for (int h = 0; h < 4; ++h) cs[h] = make_uint4(aRB[2 * h], aGA[2 * h], aRB[2 * h + 1], aGA[2 * h + 1]);
-        uint4 tt = lane < n_g ? ldcg4(&p.T[std::size_t(g0 + lane) * p.ntx + j]) : make_uint4(0, 0, 0, 0);
+        store_pairs8(p.CS + std::size_t(g) * p.W + x0, lane, aRB, aGA);
+        uint4 tt = lane < n_g ? __ldcg(&p.T[std::size_t(g0 + lane) * p.ntx + j]) : make_uint4(0, 0, 0, 0);
         tt = warp_sum4(tt);
         if (lane == 0) p.GTT[std::size_t(g) * p.ntx + j] = tt;
       }
@@ -233,8 +234,8 @@ __global__ void __launch_bounds__(NW * 32, 1) phased_kernel(const __grid_constan
       for (int q = 0; q < 8; ++q) {
         const int idx = 32 * q + lane, e = idx - n1;
         kv[q] = idx >= n1 + n2 ? make_uint4(0, 0, 0, 0)
-                : idx < n1     ? ldcg4(&p.GTT[std::size_t(idx / j) * p.ntx + idx % j])
-                               : ldcg4(&p.T[std::size_t(gi * GT + e / j) * p.ntx + e % j]);
+                : idx < n1     ? __ldcg(&p.GTT[std::size_t(idx / j) * p.ntx + idx % j])
+                               : __ldcg(&p.T[std::size_t(gi * GT + e / j) * p.ntx + e % j]);
       }
     }
   };
@@ -294,7 +295,6 @@ __global__ void __launch_bounds__(NW * 32, 1) phased_kernel(const __grid_constan
     if (next < tiles) issue(next);
     const int i = item / p.ntx, j = item % p.ntx, y0 = i * TH, x0 = j * RW;
     const int rows = min(TH, p.H - y0), r0 = w * RPW;
-    (void)j;
     // The table row above this warp's first row.
     uint4 S[8];
     {
@@ -463,17 +463,16 @@ struct plan {
   }
 };
 
+//! A stamped build's phase ends over the blocks (stamps [blocks][nstamps]: stamp_table with one
+//! "chunk").
 void stamp_report(const unsigned long long* dstamps, int blocks) {
-  std::vector<unsigned long long> v(std::size_t(blocks) * nstamps);
-  CK(cudaDeviceSynchronize());
-  CK(cudaMemcpy(v.data(), dstamps, v.size() * 8, cudaMemcpyDeviceToHost));
-  unsigned long long t0 = ~0ull;
-  for (int b = 0; b < blocks; ++b) t0 = std::min(t0, v[std::size_t(b) * nstamps]);
+  const stamp_table st(dstamps, blocks, nstamps, 1);
+  const double t0 = st.earliest(0, 0);
   const char* names[nstamps] = {"start", "A done", "barrier", "B done"};
   std::printf("    stamps (us from the first start: min / p50 / max over blocks):");
   for (int s = 0; s < nstamps; ++s) {
     std::vector<double> d;
-    for (int b = 0; b < blocks; ++b) d.push_back(double(v[std::size_t(b) * nstamps + s] - t0) * 1e-3);
+    for (int b = 0; b < blocks; ++b) d.push_back((st.at(b, s, 0) - t0) * 1e-3);
     std::sort(d.begin(), d.end());
     std::printf(" %s %.1f/%.1f/%.1f;", names[s], d[0], d[d.size() / 2], d.back());
   }
