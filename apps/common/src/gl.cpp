@@ -35,8 +35,15 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
-GLuint compile(GLenum type, const std::string& path) {
-  const std::string text = read_text(path);
+// `defines` goes right after the source's first line (its #version).
+GLuint compile(GLenum type, const std::string& path, const std::string& defines) {
+  std::string text = read_text(path);
+  if (!defines.empty()) {
+    const std::size_t eol = text.find('\n');
+    require(eol != std::string::npos && text.compare(0, 8, "#version") == 0, "canopy::app::load_program", "defines",
+            "need a shader whose first line is its #version; " + path + " has none");
+    text.insert(eol + 1, defines);
+  }
   const char* src = text.c_str();
   const GLuint s = glCreateShader(type);
   glShaderSource(s, 1, &src, nullptr);
@@ -100,12 +107,12 @@ std::string shader_dir() {
   throw error("canopy::app::shader_dir: no shader folder found; set CANOPY_SHADER_DIR");
 }
 
-gl_program load_program(const std::string& vertex_file, const std::string& fragment_file) {
+gl_program load_program(const std::string& vertex_file, const std::string& fragment_file, const std::string& defines) {
   const std::string dir = shader_dir();
-  const GLuint vs = compile(GL_VERTEX_SHADER, dir + "/" + vertex_file);
+  const GLuint vs = compile(GL_VERTEX_SHADER, dir + "/" + vertex_file, defines);
   GLuint fs = 0;
   try {
-    fs = compile(GL_FRAGMENT_SHADER, dir + "/" + fragment_file);
+    fs = compile(GL_FRAGMENT_SHADER, dir + "/" + fragment_file, defines);
   } catch (...) {
     glDeleteShader(vs);
     throw;
@@ -131,18 +138,30 @@ gl_program load_program(const std::string& vertex_file, const std::string& fragm
 
 GLint uniform(const gl_program& p, const char* name) { return glGetUniformLocation(p.get(), name); }
 
-void render_target::resize(int width, int height) {
+void render_target::resize(int width, int height, bool depth_copy) {
   require(width > 0 && height > 0, "canopy::app::render_target::resize", "width/height", "must be positive");
-  if (width == width_ && height == height_ && fbo_) return;
+  if (width == width_ && height == height_ && depth_copy == bool(depth_copy_) && fbo_) return;
   color_ = make_texture_2d(GL_RGBA8, width, height);
   depth_ = make_texture_2d(GL_DEPTH_COMPONENT32F, width, height);
   glTextureParameteri(depth_.get(), GL_TEXTURE_MIN_FILTER, GL_NEAREST);
   glTextureParameteri(depth_.get(), GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  depth_copy_.reset();
+  if (depth_copy) {
+    depth_copy_ = make_texture_2d(GL_R32F, width, height);
+    glTextureParameteri(depth_copy_.get(), GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+    glTextureParameteri(depth_copy_.get(), GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  }
+  ++generation_;
   GLuint fbo = 0;
   glCreateFramebuffers(1, &fbo);
   fbo_ = gl_framebuffer(fbo);
   glNamedFramebufferTexture(fbo, GL_COLOR_ATTACHMENT0, color_.get(), 0);
   glNamedFramebufferTexture(fbo, GL_DEPTH_ATTACHMENT, depth_.get(), 0);
+  if (depth_copy) {
+    glNamedFramebufferTexture(fbo, GL_COLOR_ATTACHMENT1, depth_copy_.get(), 0);
+    const GLenum draw[2] = {GL_COLOR_ATTACHMENT0, GL_COLOR_ATTACHMENT1};
+    glNamedFramebufferDrawBuffers(fbo, 2, draw);
+  }
   const GLenum status = glCheckNamedFramebufferStatus(fbo, GL_FRAMEBUFFER);
   if (status != GL_FRAMEBUFFER_COMPLETE)
     throw error("canopy::app::render_target::resize: framebuffer incomplete (status " + std::to_string(status) + ")");
@@ -154,6 +173,15 @@ void render_target::resize(int width, int height) {
 void render_target::bind() const {
   glBindFramebuffer(GL_FRAMEBUFFER, fbo_.get());
   glViewport(0, 0, width_, height_);
+}
+
+void render_target::clear(float r, float g, float b, float a) const {
+  const GLfloat colour[4] = {r, g, b, a};
+  const GLfloat far[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  glClearNamedFramebufferfv(fbo_.get(), GL_COLOR, 0, colour);
+  if (depth_copy_) glClearNamedFramebufferfv(fbo_.get(), GL_COLOR, 1, far);
+  glClearNamedFramebufferfv(fbo_.get(), GL_DEPTH, 0, far);
+  gl_check("canopy::app::render_target::clear");
 }
 
 void render_target::blit_to(GLuint draw_fbo, int x, int y, int w, int h) const {

@@ -156,4 +156,79 @@ void shared_image::upload(span<const std::uint32_t> pixels) {
   glTextureSubImage2D(tex_.get(), 0, 0, 0, width_, height_, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
 }
 
+texture_reader::~texture_reader() {
+  try {
+    release();
+  } catch (...) {
+  }
+}
+
+void texture_reader::release() {
+#if CANOPY_HAS_CUDA
+  if (resource_) {
+    CANOPY_CUDA_CHECK(cudaGraphicsUnregisterResource(as_resource(resource_)));
+    resource_ = nullptr;
+  }
+#endif
+  texture_ = 0;
+}
+
+void texture_reader::attach(GLuint texture, GLenum internal_format, int width, int height) {
+  const char* where = "canopy::app::texture_reader::attach";
+  require(texture != 0, where, "texture", "must be a texture name, got 0");
+  require(internal_format == GL_RGBA8 || internal_format == GL_R32F, where, "internal_format",
+          "must be GL_RGBA8 or GL_R32F (CUDA cannot register depth formats: read a render_target's depth copy)");
+  require(width > 0 && height > 0, where, "width/height", "must be positive");
+  release();
+  if (ctx_->is_cuda()) {
+#if CANOPY_HAS_CUDA
+    cudaGraphicsResource_t r = nullptr;
+    CANOPY_CUDA_CHECK(cudaGraphicsGLRegisterImage(&r, texture, GL_TEXTURE_2D, cudaGraphicsRegisterFlagsReadOnly));
+    resource_ = r;
+#endif
+  }
+  texture_ = texture;
+  format_ = internal_format;
+  width_ = width;
+  height_ = height;
+}
+
+void texture_reader::read(span<std::uint32_t> out) {
+  check_span(out, ctx_->space(), "canopy::app::texture_reader::read", "out");
+  read_bytes(GL_RGBA8, out.data(), out.size_bytes(), "out (RGBA8 pixels)");
+}
+
+void texture_reader::read(span<float> out) {
+  check_span(out, ctx_->space(), "canopy::app::texture_reader::read", "out");
+  read_bytes(GL_R32F, out.data(), out.size_bytes(), "out (R32F floats)");
+}
+
+void texture_reader::read_bytes(GLenum internal_format, void* out, std::size_t bytes, const char* what) {
+  const char* fn = "canopy::app::texture_reader::read";
+  require(texture_ != 0, fn, "this", "no texture attached");
+  require(format_ == internal_format, fn, what,
+          format_ == GL_RGBA8 ? "does not match the attached GL_RGBA8 texture (read into uint32 pixels)"
+                              : "does not match the attached GL_R32F texture (read into floats)");
+  const std::size_t row = std::size_t(width_) * 4;
+  require(bytes == row * std::size_t(height_), fn, what, "must hold width * height elements of the attached texture");
+  if (ctx_->is_cuda()) {
+#if CANOPY_HAS_CUDA
+    cudaGraphicsResource_t r = as_resource(resource_);
+    CANOPY_CUDA_CHECK(cudaGraphicsMapResources(1, &r, ctx_->stream()));
+    cudaArray_t array = nullptr;
+    CANOPY_CUDA_CHECK(cudaGraphicsSubResourceGetMappedArray(&array, r, 0, 0));
+    CANOPY_CUDA_CHECK(cudaMemcpy2DFromArrayAsync(out, row, array, 0, 0, row, std::size_t(height_),
+                                                 cudaMemcpyDeviceToDevice, ctx_->stream()));
+    CANOPY_CUDA_CHECK(cudaGraphicsUnmapResources(1, &r, ctx_->stream()));
+#endif
+    return;
+  }
+  glPixelStorei(GL_PACK_ALIGNMENT, 4);
+  if (internal_format == GL_RGBA8)
+    glGetTextureImage(texture_, 0, GL_RGBA, GL_UNSIGNED_BYTE, GLsizei(bytes), out);
+  else
+    glGetTextureImage(texture_, 0, GL_RED, GL_FLOAT, GLsizei(bytes), out);
+  gl_check("canopy::app::texture_reader::read (glGetTextureImage)");
+}
+
 }  // namespace canopy::app

@@ -14,7 +14,9 @@ gl_vertex_array make_vertex_array() {
 }
 }  // namespace
 
-mesh_renderer::mesh_renderer() : program_(load_program("mesh.vert", "mesh.frag")), vao_(make_vertex_array()) {
+mesh_renderer::mesh_renderer(bool depth_copy)
+    : program_(load_program("mesh.vert", "mesh.frag", depth_copy ? "#define DEPTH_COPY\n" : "")),
+      vao_(make_vertex_array()) {
   view_proj_ = uniform(program_, "view_proj");
   view_ = uniform(program_, "view");
   albedo_ = uniform(program_, "albedo");

@@ -81,8 +81,10 @@ gl_texture make_texture_2d(GLenum format, int width, int height);
 //! shaders/ baked in at build time, else the installed copy.
 std::string shader_dir();
 //! Compiles and links a program from files in shader_dir() (e.g. "boxes.vert", "boxes.frag").
+//! `defines` (e.g. "#define DEPTH_COPY\n") is inserted into both sources after their #version line.
 //! Throws canopy::error with the compiler's log on failure.
-gl_program load_program(const std::string& vertex_file, const std::string& fragment_file);
+gl_program load_program(const std::string& vertex_file, const std::string& fragment_file,
+                        const std::string& defines = "");
 //! Location of a uniform; -1 (ignored by glProgramUniform*) when the driver optimised it away.
 GLint uniform(const gl_program& p, const char* name);
 
@@ -90,15 +92,30 @@ GLint uniform(const gl_program& p, const char* name);
 
 //! An offscreen framebuffer: RGBA8 colour and 32-bit float depth. Apps render their view into it
 //! and then show it (blit to the window) or read it back (headless screenshots, depth checks).
+//!
+//! With a depth copy it also holds an R32F colour attachment (GL_COLOR_ATTACHMENT1, drawn to
+//! together with the colour) that shaders fill with the window depth: mesh.frag built with
+//! DEPTH_COPY (mesh_renderer(true)) writes gl_FragCoord.z to its output 1, which the depth test
+//! keeps equal to the depth buffer. It exists for CUDA: cudaGraphicsGLRegisterImage takes colour
+//! formats but not depth ones, so a kernel reads depth from this copy (texture_reader) instead of a
+//! glReadPixels. Every shader that draws into a target with a depth copy must write output 1.
 class render_target {
  public:
-  //! Reallocates when the size changed; a no-op otherwise. Sizes must be positive.
-  void resize(int width, int height);
+  //! Reallocates when the size or the depth copy changed; a no-op otherwise. Sizes must be
+  //! positive. Each reallocation makes new textures and advances generation().
+  void resize(int width, int height, bool depth_copy = false);
   void bind() const;
+  //! Clears the colour to (r, g, b, a), and the depth and the depth copy (if any) to 1.
+  void clear(float r, float g, float b, float a) const;
   int width() const noexcept { return width_; }
   int height() const noexcept { return height_; }
   GLuint framebuffer() const noexcept { return fbo_.get(); }
   GLuint color_texture() const noexcept { return color_.get(); }
+  //! The R32F depth copy; 0 without one.
+  GLuint depth_copy_texture() const noexcept { return depth_copy_.get(); }
+  //! Counts reallocations: textures handed out before a change of generation are gone (their
+  //! names may come back for new textures).
+  std::uint64_t generation() const noexcept { return generation_; }
   //! Copies the colour to the bound draw framebuffer (e.g. the window) at (x, y, w, h).
   void blit_to(GLuint draw_fbo, int x, int y, int w, int h) const;
   //! Reads the colour back, top row first, 4 bytes per pixel (synchronises with the GPU).
@@ -110,8 +127,10 @@ class render_target {
   gl_framebuffer fbo_;
   gl_texture color_;
   gl_texture depth_;
+  gl_texture depth_copy_;
   int width_ = 0;
   int height_ = 0;
+  std::uint64_t generation_ = 0;
 };
 
 // [SECTION] gpu_timer -------------------------------------------------------------------------

@@ -13,9 +13,13 @@
 //   boxes.unmap(written);              // host: uploads the first `written` elements
 //   glVertexArrayVertexBuffer(vao, 0, boxes.gl_name(), 0, sizeof(aabb));
 //
-// The other way (GL writes, kernels read: glReadPixels into a pixel-pack buffer), an
-// interop_buffer made with interop_access::kernels_read: registered read-only on CUDA; on the host
-// map() copies the GL buffer into the staging array.
+// The other way (GL writes, kernels read), a texture_reader copies a colour texture GL drew into a
+// canopy buffer: on CUDA out of the registered texture's array on the stream, through neither the
+// host nor GL's pixel-pack path; on the host with glGetTextureImage. (An interop_buffer made with
+// interop_access::kernels_read also works, as the target of a glReadPixels into a pixel-pack
+// buffer, but that copy runs in GL: 2.25 ms of GL time for 4K colour and depth on an H200, a
+// data-centre part with little graphics hardware, against 0.08 ms for the colour through a
+// texture_reader; apps/README.md.)
 //
 // Both need a current GL context and, on CUDA, a device that shares it (the EGL device or window
 // on the same GPU). Not thread-safe.
@@ -109,6 +113,43 @@ class shared_image {
   gl_texture tex_;
   int width_ = 0, height_ = 0;
   void* resource_ = nullptr;
+};
+
+//! Copies a GL texture's level 0 into a canopy buffer, rows bottom first as GL stores them. The
+//! formats are GL_RGBA8 (read as packed pixels, R in the low byte) and GL_R32F (floats): CUDA
+//! registers colour formats only, so depth is read from a render_target's depth copy.
+//! CUDA backend: attach() registers the texture read-only; read() maps it on the context's stream,
+//! copies its array (cudaMemcpy2DFromArrayAsync) and unmaps it, ordered after GL's commands so far.
+//! Host backend: read() is a glGetTextureImage (waits for GL).
+//!
+//!   texture_reader colour(ctx);
+//!   colour.attach(target.color_texture(), GL_RGBA8, w, h);   // again after the texture changed
+//!   colour.read(pixels.view());                               // every frame, after drawing
+class texture_reader {
+ public:
+  explicit texture_reader(context& ctx) : ctx_(&ctx) {}
+  ~texture_reader();
+  texture_reader(const texture_reader&) = delete;
+  texture_reader& operator=(const texture_reader&) = delete;
+
+  //! Reads `texture` (width x height, internal format GL_RGBA8 or GL_R32F) from now on. Call it
+  //! again whenever the texture is deleted or reallocated (render_target::generation): a deleted
+  //! texture's name may come back for another one.
+  void attach(GLuint texture, GLenum internal_format, int width, int height);
+  //! Copies the attached GL_RGBA8 texture into `out` (width * height pixels, context's space).
+  void read(span<std::uint32_t> out);
+  //! Copies the attached GL_R32F texture into `out` (width * height floats, context's space).
+  void read(span<float> out);
+  GLuint texture() const noexcept { return texture_; }
+
+ private:
+  void release();
+  void read_bytes(GLenum internal_format, void* out, std::size_t bytes, const char* what);
+  context* ctx_;
+  GLuint texture_ = 0;
+  GLenum format_ = 0;
+  int width_ = 0, height_ = 0;
+  void* resource_ = nullptr;  // cudaGraphicsResource_t on CUDA
 };
 
 }  // namespace canopy::app

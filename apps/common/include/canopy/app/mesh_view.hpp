@@ -13,7 +13,8 @@ namespace canopy::app {
 
 class mesh_view {
  public:
-  explicit mesh_view(context& ctx) : ctx_(&ctx), vertices_(ctx) {}
+  //! `depth_copy`: draw with mesh_renderer(true), for render targets with a depth copy.
+  explicit mesh_view(context& ctx, bool depth_copy = false) : ctx_(&ctx), vertices_(ctx), renderer_(depth_copy) {}
   //! Copies the scene's current vertices into GL (stream-ordered) and, after a load(), its indices
   //! (synchronises once then).
   void update(const animated_scene& scene);

@@ -28,7 +28,9 @@ struct headlight {
 
 class mesh_renderer {
  public:
-  mesh_renderer();
+  //! With `depth_copy`, also writes the window depth to output 1, for render targets with a depth
+  //! copy (render_target::resize(w, h, true)); draw into those only with such a renderer.
+  explicit mesh_renderer(bool depth_copy = false);
   //! Draws `triangle_count` triangles: `vertices` holds tightly packed vec3 (12 bytes),
   //! `indices` 3 u32 per triangle.
   void draw(GLuint vertices, GLuint indices, std::size_t triangle_count, const glm::mat4& view,
