@@ -29,9 +29,15 @@ namespace {
 
 namespace app = canopy::app;
 
-// One headless GL context for the whole program (EGL contexts are costly to make).
-app::platform& gl() {
+// One headless GL context for the whole program (EGL contexts are costly to make), destroyed when
+// the tests end: left to static destruction, it outlived NVIDIA's EGL driver at exit and the
+// process crashed (signal 11 after every test had passed, on the H200).
+std::unique_ptr<app::platform>& gl_platform() {
   static std::unique_ptr<app::platform> p;
+  return p;
+}
+app::platform& gl() {
+  std::unique_ptr<app::platform>& p = gl_platform();
   if (!p) {
     app::app_options o;
     o.headless = true;
@@ -42,6 +48,11 @@ app::platform& gl() {
   }
   return *p;
 }
+class gl_environment : public ::testing::Environment {
+ public:
+  void TearDown() override { gl_platform().reset(); }
+};
+[[maybe_unused]] ::testing::Environment* const gl_env = ::testing::AddGlobalTestEnvironment(new gl_environment);
 
 // Draws three overlapping triangles at different depths (and leaves background around them) into
 // `target` with the DEPTH_COPY mesh shader.
