@@ -13,11 +13,41 @@
 
 namespace canopy::app {
 
-#if CANOPY_HAS_CUDA
 namespace {
+#if CANOPY_HAS_CUDA
 cudaGraphicsResource_t as_resource(void* p) { return static_cast<cudaGraphicsResource_t>(p); }
-}  // namespace
+
+//! Registers a GL 2D texture with CUDA.
+void* register_image(GLuint texture, unsigned flags) {
+  cudaGraphicsResource_t r = nullptr;
+  CANOPY_CUDA_CHECK(cudaGraphicsGLRegisterImage(&r, texture, GL_TEXTURE_2D, flags));
+  return r;
+}
+
+//! Maps a registered image on `stream`, hands its level-0 array to `f`, unmaps it (stream-ordered).
+template <class F>
+void with_mapped_array(void* resource, cudaStream_t stream, F f) {
+  cudaGraphicsResource_t r = as_resource(resource);
+  CANOPY_CUDA_CHECK(cudaGraphicsMapResources(1, &r, stream));
+  cudaArray_t array = nullptr;
+  CANOPY_CUDA_CHECK(cudaGraphicsSubResourceGetMappedArray(&array, r, 0, 0));
+  f(array);
+  CANOPY_CUDA_CHECK(cudaGraphicsUnmapResources(1, &r, stream));
+}
 #endif
+
+//! Unregisters a registered image (if any) and clears the handle.
+void unregister(void*& resource) {
+#if CANOPY_HAS_CUDA
+  if (resource) {
+    CANOPY_CUDA_CHECK(cudaGraphicsUnregisterResource(as_resource(resource)));
+    resource = nullptr;
+  }
+#else
+  (void)resource;
+#endif
+}
+}  // namespace
 
 interop_buffer::~interop_buffer() {
   try {
@@ -109,12 +139,7 @@ shared_image::~shared_image() {
 }
 
 void shared_image::release() {
-#if CANOPY_HAS_CUDA
-  if (resource_) {
-    CANOPY_CUDA_CHECK(cudaGraphicsUnregisterResource(as_resource(resource_)));
-    resource_ = nullptr;
-  }
-#endif
+  unregister(resource_);
   tex_.reset();
 }
 
@@ -127,10 +152,7 @@ void shared_image::resize(int width, int height) {
   height_ = height;
   if (ctx_->is_cuda()) {
 #if CANOPY_HAS_CUDA
-    cudaGraphicsResource_t r = nullptr;
-    CANOPY_CUDA_CHECK(
-        cudaGraphicsGLRegisterImage(&r, tex_.get(), GL_TEXTURE_2D, cudaGraphicsRegisterFlagsWriteDiscard));
-    resource_ = r;
+    resource_ = register_image(tex_.get(), cudaGraphicsRegisterFlagsWriteDiscard);
 #endif
   }
 }
@@ -141,14 +163,11 @@ void shared_image::upload(span<const std::uint32_t> pixels) {
   check_span(pixels, ctx_->space(), "canopy::app::shared_image::upload", "pixels");
   if (ctx_->is_cuda()) {
 #if CANOPY_HAS_CUDA
-    cudaGraphicsResource_t r = as_resource(resource_);
-    CANOPY_CUDA_CHECK(cudaGraphicsMapResources(1, &r, ctx_->stream()));
-    cudaArray_t array = nullptr;
-    CANOPY_CUDA_CHECK(cudaGraphicsSubResourceGetMappedArray(&array, r, 0, 0));
     const std::size_t pitch = std::size_t(width_) * 4;
-    CANOPY_CUDA_CHECK(cudaMemcpy2DToArrayAsync(array, 0, 0, pixels.data(), pitch, pitch, std::size_t(height_),
-                                               cudaMemcpyDeviceToDevice, ctx_->stream()));
-    CANOPY_CUDA_CHECK(cudaGraphicsUnmapResources(1, &r, ctx_->stream()));
+    with_mapped_array(resource_, ctx_->stream(), [&](cudaArray_t array) {
+      CANOPY_CUDA_CHECK(cudaMemcpy2DToArrayAsync(array, 0, 0, pixels.data(), pitch, pitch, std::size_t(height_),
+                                                 cudaMemcpyDeviceToDevice, ctx_->stream()));
+    });
 #endif
     return;
   }
@@ -164,12 +183,7 @@ texture_reader::~texture_reader() {
 }
 
 void texture_reader::release() {
-#if CANOPY_HAS_CUDA
-  if (resource_) {
-    CANOPY_CUDA_CHECK(cudaGraphicsUnregisterResource(as_resource(resource_)));
-    resource_ = nullptr;
-  }
-#endif
+  unregister(resource_);
   texture_ = 0;
 }
 
@@ -182,9 +196,7 @@ void texture_reader::attach(GLuint texture, GLenum internal_format, int width, i
   release();
   if (ctx_->is_cuda()) {
 #if CANOPY_HAS_CUDA
-    cudaGraphicsResource_t r = nullptr;
-    CANOPY_CUDA_CHECK(cudaGraphicsGLRegisterImage(&r, texture, GL_TEXTURE_2D, cudaGraphicsRegisterFlagsReadOnly));
-    resource_ = r;
+    resource_ = register_image(texture, cudaGraphicsRegisterFlagsReadOnly);
 #endif
   }
   texture_ = texture;
@@ -213,13 +225,10 @@ void texture_reader::read_bytes(GLenum internal_format, void* out, std::size_t b
   require(bytes == row * std::size_t(height_), fn, what, "must hold width * height elements of the attached texture");
   if (ctx_->is_cuda()) {
 #if CANOPY_HAS_CUDA
-    cudaGraphicsResource_t r = as_resource(resource_);
-    CANOPY_CUDA_CHECK(cudaGraphicsMapResources(1, &r, ctx_->stream()));
-    cudaArray_t array = nullptr;
-    CANOPY_CUDA_CHECK(cudaGraphicsSubResourceGetMappedArray(&array, r, 0, 0));
-    CANOPY_CUDA_CHECK(cudaMemcpy2DFromArrayAsync(out, row, array, 0, 0, row, std::size_t(height_),
-                                                 cudaMemcpyDeviceToDevice, ctx_->stream()));
-    CANOPY_CUDA_CHECK(cudaGraphicsUnmapResources(1, &r, ctx_->stream()));
+    with_mapped_array(resource_, ctx_->stream(), [&](cudaArray_t array) {
+      CANOPY_CUDA_CHECK(cudaMemcpy2DFromArrayAsync(out, row, array, 0, 0, row, std::size_t(height_),
+                                                   cudaMemcpyDeviceToDevice, ctx_->stream()));
+    });
 #endif
     return;
   }
