@@ -9,6 +9,8 @@
 //            8-row cp.async ring, row scans, table rows through the library's 2 KB store stage
 //            (stage_segment, store_staged_row: 512 contiguous bytes a store instruction); the
 //            carries from K2 and a strip-prefix of the totals.
+// --pdl (session 24): K2 and K3 launched with programmatic dependent launch (see pdl_trigger); --no-band
+// skips the banded pipeline.
 // Diagnostics: K3 without image loads (synthetic pixels), K3 without stores, K3 after an L2 flush
 // (200 MB written), a write-only kernel with K3's warp-to-row map, and a plain read of the image.
 // Session 15 adds the banded pipeline (namespace band, --band): the three kernels as one persistent
@@ -29,6 +31,7 @@
 #include <cstring>
 #include <string>
 
+#include <canopy/core/detail/dependent_launch.cuh>
 #include <canopy/structures/detail/sat_kernels.cuh>
 
 #include "sat_proto_common.cuh"
@@ -39,6 +42,21 @@ using namespace sat_proto;
 constexpr int HT = 32;   // rows of a K3 tile row
 constexpr int SW = 128;  // pixels of a strip
 constexpr int H1 = 16;   // rows of a K1 band (column sums and totals at this granularity)
+
+// Programmatic dependent launch (session 24, --pdl): K2 and K3 may be launched with it (sm_90).
+// Every kernel first lets its successor be scheduled; K2 waits for K1 before it reads; K3 starts its
+// image rows (not written by K1 or K2) before it waits for K2's carries. K1 is launched in plain
+// stream order, after the previous build's K3. Both instructions are no-ops without the attribute.
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 
 // A warp's piece of work: strip tj (128 px, 4 a lane) of the band of `band_rows` rows ti.
 struct warp_strip {
@@ -60,6 +78,7 @@ struct warp_strip {
 
 // K1: warp per (16-row band ti1, 128-px strip tj).
 __global__ void __launch_bounds__(256) q1(const uint32_t* __restrict__ img, int w, int h, int TW, int TH1, uint4* colsum, uint4* rowsum, uint4* total) {
+  pdl_trigger();
   const warp_strip ws(img, w, h, TW, H1);
   if (ws.ti >= TH1) return;
   const int lane = ws.lane, ti = ws.ti, tj = ws.tj, y0 = ws.y0, x0 = ws.x0, rows = ws.rows;
@@ -102,6 +121,8 @@ __device__ __forceinline__ void walk(uint32_t* base, int n, size_t st, int keep)
 }
 // K2: V = exclusive vertical prefix of colsum (kept at even bands), Vs = same of totals, row carries.
 __global__ void __launch_bounds__(256) q2(int w, int h, int TW, int TH1, int nv, int ns, uint32_t* colsum, uint32_t* rowsum, uint32_t* total) {
+  pdl_trigger();
+  pdl_wait();
   const int b = blockIdx.x;
   if (b < nv) {
     const int e = b * 256 + threadIdx.x;
@@ -167,14 +188,16 @@ __global__ void __launch_bounds__(256) q3(const uint32_t* __restrict__ img, int 
                                           const uint4* __restrict__ rowcarry, const uint4* __restrict__ vs, uint4* table) {
   __shared__ uint4 stage[8][128];
   __shared__ uint4 ring[8][kRing][32];
+  pdl_trigger();
   const warp_strip ws(img, w, h, TW, HT);
-  if (ws.ti >= TH) return;
+  if (ws.ti >= TH) { pdl_wait(); return; }
   const int lane = ws.lane, warp = threadIdx.x >> 5, ti = ws.ti, tj = ws.tj, y0 = ws.y0, x0 = ws.x0, rows = ws.rows;
   const uint4* src = ws.src;
   const size_t stride = ws.stride;
   const uint64_t lpol = policy_evict_first();
   uint4 (*rg)[32] = ring[warp];
   if (!NoLoad) walk_head(src, stride, rows, rg, lane, lpol);
+  pdl_wait();  // the carries below come from K2
   uint32_t run[4][4];
   {
     uint32_t cn[4] = {0, 0, 0, 0};
@@ -613,7 +636,7 @@ struct band_runner {
 // --band-only: time the copy and the banded pipeline only (not K1/K2/K3 and their diagnostics).
 int main(int argc, char** argv) {
   const char* program = "canopy-sat-staged";
-  bool small_only = false, band_only = false;
+  bool small_only = false, band_only = false, pdl = false, no_band = false;
   int persist_mb = -1;
   std::vector<band_config> configs(1);
   try {
@@ -623,13 +646,17 @@ int main(int argc, char** argv) {
       else if (cl.is("--persist-l2")) persist_mb = cl.int_value(0, 1 << 16);
       else if (cl.is("--band")) configs = parse_band_configs(cl.value(), program);
       else if (cl.is("--band-only")) band_only = true;
+      else if (cl.is("--pdl")) pdl = true;
+      else if (cl.is("--no-band")) no_band = true;
       else cl.refuse_unknown();
     }
   } catch (const canopy_bench::bad_flag& e) {
-    std::printf("%s\nusage: %s [--persist-l2 MB | --small] [--band L:D:B,...] [--band-only]\n", e.what(), program);
+    std::printf("%s\nusage: %s [--persist-l2 MB | --small] [--band L:D:B,... | --no-band] [--band-only] [--pdl]\n", e.what(), program);
     return canopy_bench::exit_bad_command_line;
   }
+  if (no_band) configs.clear();
   if (!cuda_device_present(program)) return 77;
+  if (pdl) std::printf("K2 and K3 launched with programmatic dependent launch\n");
   bool all_ok = true;
   if (persist_mb >= 0) {
     const size_t mb = size_t(persist_mb) << 20;
@@ -662,8 +689,14 @@ int main(int argc, char** argv) {
     const int nb1 = (TH1 * TW + 7) / 8, nb3 = (TH * TW + 7) / 8;
     const int nv = (w * 4 + 255) / 256, ns = (TW * 4 + 255) / 256, nr = (h * 4 + 255) / 256;
     auto K1 = [&] { q1<<<nb1, 256>>>(dimg, w, h, TW, TH1, dcol, drow, dtot); };
-    auto K2 = [&] { q2<<<nv + ns + nr, 256>>>(w, h, TW, TH1, nv, ns, (uint32_t*)dcol, (uint32_t*)drow, (uint32_t*)dtot); };
-    auto K3 = [&] { q3<0, 0><<<nb3, 256>>>(dimg, w, h, TW, TH, dcol, drow, dtot, dtab); };
+    auto K2 = [&] {
+      canopy::detail::launch_dependent(pdl, q2, unsigned(nv + ns + nr), 256u, 0, nullptr, "q2", w, h, TW, TH1, nv, ns, (uint32_t*)dcol,
+                                       (uint32_t*)drow, (uint32_t*)dtot);
+    };
+    auto K3 = [&] {
+      canopy::detail::launch_dependent(pdl, q3<0, 0>, unsigned(nb3), 256u, 0, nullptr, "q3", (const uint32_t*)dimg, w, h, TW, TH,
+                                       (const uint4*)dcol, (const uint4*)drow, (const uint4*)dtot, dtab);
+    };
     K1(); K2(); K3();
     CK(cudaDeviceSynchronize());
     std::vector<uint32_t> got(npx * 4);
