@@ -9,7 +9,7 @@
 //            8-row cp.async ring, row scans, table rows through the library's 2 KB store stage
 //            (stage_segment, store_staged_row: 512 contiguous bytes a store instruction); the
 //            carries from K2 and a strip-prefix of the totals.
-// --pdl (session 24): K2 and K3 launched with programmatic dependent launch (see pdl_trigger); --no-band
+// --pdl (session 24): K2 and K3 launched with programmatic dependent launch (see dependent_launch_trigger); --no-band
 // skips the banded pipeline.
 // Diagnostics: K3 without image loads (synthetic pixels), K3 without stores, K3 after an L2 flush
 // (200 MB written), a write-only kernel with K3's warp-to-row map, and a plain read of the image.
@@ -43,20 +43,12 @@ constexpr int HT = 32;   // rows of a K3 tile row
 constexpr int SW = 128;  // pixels of a strip
 constexpr int H1 = 16;   // rows of a K1 band (column sums and totals at this granularity)
 
-// Programmatic dependent launch (session 24, --pdl): K2 and K3 may be launched with it (sm_90).
-// Every kernel first lets its successor be scheduled; K2 waits for K1 before it reads; K3 starts its
-// image rows (not written by K1 or K2) before it waits for K2's carries. K1 is launched in plain
-// stream order, after the previous build's K3. Both instructions are no-ops without the attribute.
-__device__ __forceinline__ void pdl_trigger() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
+// Programmatic dependent launch (session 24, --pdl): K2 and K3 may be launched with it (sm_90;
+// core's detail/dependent_launch.cuh). Every kernel first lets its successor be scheduled; K2 waits
+// for K1 before it reads; K3 starts its image rows (not written by K1 or K2) before it waits for
+// K2's carries. K1 is launched in plain stream order, after the previous build's K3.
+using canopy::detail::dependent_launch_trigger;
+using canopy::detail::dependent_launch_wait;
 
 // A warp's piece of work: strip tj (128 px, 4 a lane) of the band of `band_rows` rows ti.
 struct warp_strip {
@@ -78,7 +70,7 @@ struct warp_strip {
 
 // K1: warp per (16-row band ti1, 128-px strip tj).
 __global__ void __launch_bounds__(256) q1(const uint32_t* __restrict__ img, int w, int h, int TW, int TH1, uint4* colsum, uint4* rowsum, uint4* total) {
-  pdl_trigger();
+  dependent_launch_trigger();
   const warp_strip ws(img, w, h, TW, H1);
   if (ws.ti >= TH1) return;
   const int lane = ws.lane, ti = ws.ti, tj = ws.tj, y0 = ws.y0, x0 = ws.x0, rows = ws.rows;
@@ -121,8 +113,7 @@ __device__ __forceinline__ void walk(uint32_t* base, int n, size_t st, int keep)
 }
 // K2: V = exclusive vertical prefix of colsum (kept at even bands), Vs = same of totals, row carries.
 __global__ void __launch_bounds__(256) q2(int w, int h, int TW, int TH1, int nv, int ns, uint32_t* colsum, uint32_t* rowsum, uint32_t* total) {
-  pdl_trigger();
-  pdl_wait();
+  canopy::detail::dependent_launch_trigger_and_wait();
   const int b = blockIdx.x;
   if (b < nv) {
     const int e = b * 256 + threadIdx.x;
@@ -188,16 +179,16 @@ __global__ void __launch_bounds__(256) q3(const uint32_t* __restrict__ img, int 
                                           const uint4* __restrict__ rowcarry, const uint4* __restrict__ vs, uint4* table) {
   __shared__ uint4 stage[8][128];
   __shared__ uint4 ring[8][kRing][32];
-  pdl_trigger();
+  dependent_launch_trigger();
   const warp_strip ws(img, w, h, TW, HT);
-  if (ws.ti >= TH) { pdl_wait(); return; }
+  if (ws.ti >= TH) { dependent_launch_wait(); return; }
   const int lane = ws.lane, warp = threadIdx.x >> 5, ti = ws.ti, tj = ws.tj, y0 = ws.y0, x0 = ws.x0, rows = ws.rows;
   const uint4* src = ws.src;
   const size_t stride = ws.stride;
   const uint64_t lpol = policy_evict_first();
   uint4 (*rg)[32] = ring[warp];
   if (!NoLoad) walk_head(src, stride, rows, rg, lane, lpol);
-  pdl_wait();  // the carries below come from K2
+  dependent_launch_wait();  // the carries below come from K2
   uint32_t run[4][4];
   {
     uint32_t cn[4] = {0, 0, 0, 0};

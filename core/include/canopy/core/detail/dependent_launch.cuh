@@ -17,13 +17,26 @@
 
 namespace canopy::detail {
 
-//! First statement of a kernel that may be launched with launch_dependent(true, ...): lets the
-//! next kernel be scheduled, then waits for the previous one. No-op on devices before sm_90.
-__device__ __forceinline__ void dependent_launch_trigger_and_wait() {
+//! Lets the next kernel of the stream be scheduled, if it was launched with launch_dependent(true,
+//! ...). No-op on devices before sm_90 and without a dependent.
+__device__ __forceinline__ void dependent_launch_trigger() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+//! Waits until the previous kernel of the stream has finished and its memory is visible, where this
+//! one was launched with launch_dependent(true, ...). Work that reads nothing the previous kernel
+//! writes may come before it. No-op on devices before sm_90 and without the attribute.
+__device__ __forceinline__ void dependent_launch_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+}
+//! First statement of a kernel that may be launched with launch_dependent(true, ...): lets the
+//! next kernel be scheduled, then waits for the previous one.
+__device__ __forceinline__ void dependent_launch_trigger_and_wait() {
+  dependent_launch_trigger();
+  dependent_launch_wait();
 }
 
 //! A cudaLaunchKernelEx configuration of `grid` x `block` threads, `smem` bytes of dynamic shared
