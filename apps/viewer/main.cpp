@@ -149,10 +149,8 @@ int main(int argc, char** argv) try {
     // Draw into the offscreen target: raster view (+ boxes) and the ray-cast image.
     target.resize(window.width(), window.height());
     target.bind();
-    glClearColor(app::background_colour[0] / 255.0f, app::background_colour[1] / 255.0f,
+    target.clear(app::background_colour[0] / 255.0f, app::background_colour[1] / 255.0f,
                  app::background_colour[2] / 255.0f, 1.0f);
-    glClearDepth(1.0);
-    glClear(GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT);
     raster_timer.begin();
     if (vp.raster_w > 0) {
       glViewport(vp.raster_x, 0, vp.raster_w, vp.height);

@@ -54,6 +54,14 @@ class gl_environment : public ::testing::Environment {
 };
 [[maybe_unused]] ::testing::Environment* const gl_env = ::testing::AddGlobalTestEnvironment(new gl_environment);
 
+// A render target of w x h with a depth copy, in the program's GL context.
+app::render_target depth_copy_target(int w, int h) {
+  gl();
+  app::render_target t;
+  t.resize(w, h, true);
+  return t;
+}
+
 // Draws three overlapping triangles at different depths (and leaves background around them) into
 // `target` with the DEPTH_COPY mesh shader.
 void draw_scene(app::render_target& target, app::mesh_renderer& mesh) {
@@ -83,11 +91,9 @@ std::vector<T> flipped(const std::vector<T>& v, int w, int h) {
 // The reader's copies of colour and depth copy against GL's own read-backs, bit for bit, on `ctx`'s
 // backend; the scene must have both drawn and background pixels so that the check can fail.
 void check_reader_against_read_back(canopy::context& ctx) {
-  gl();
-  app::mesh_renderer mesh(true);
-  app::render_target target;
   const int w = 97, h = 61;  // odd sizes: no row padding to hide behind
-  target.resize(w, h, true);
+  app::render_target target = depth_copy_target(w, h);
+  app::mesh_renderer mesh(true);
   draw_scene(target, mesh);
   app::texture_reader colour(ctx), depth(ctx);
   colour.attach(target.color_texture(), GL_RGBA8, w, h);
@@ -158,10 +164,8 @@ void expect_refused(F f, const std::string& part) {
 }
 
 TEST(AppGl, TextureReaderRefusesBadUseByName) {
-  gl();
   canopy::context ctx(canopy::backend_request::host);
-  app::render_target target;
-  target.resize(16, 8, true);
+  app::render_target target = depth_copy_target(16, 8);
   app::texture_reader r(ctx);
   canopy::buffer<std::uint32_t> px(ctx, 16 * 8);
   canopy::buffer<float> fl(ctx, 16 * 8);
@@ -214,10 +218,8 @@ TEST_F(CudaAppGl, TextureReaderMatchesGlReadBack) {
 }
 
 TEST_F(CudaAppGl, TextureReaderRefusesHostMemory) {
-  gl();
   canopy::context ctx(canopy::backend_request::cuda);
-  app::render_target target;
-  target.resize(16, 8, true);
+  app::render_target target = depth_copy_target(16, 8);
   app::texture_reader r(ctx);
   r.attach(target.color_texture(), GL_RGBA8, 16, 8);
   std::vector<std::uint32_t> host(16 * 8);
