@@ -9,7 +9,9 @@
 // (tagged descriptor words with an epoch for u32 / f32 tables; docs/sat.md). Where a build takes
 // a region kernel (on sm_90: RGBA8 -> u32 at widths of a multiple of 256 px, RGBA32F -> f32 at
 // multiples of 128 px), the tile kernel is timed too (kept, with the region kernel switched off),
-// and both are reported. --only and --region-plan are for measuring sweeps.
+// and both are reported. On CUDA, a table built with CUB (two cub::DeviceScan::InclusiveScanByKey
+// calls, rows then columns: sat_cub_baseline.cuh) is timed in the same run and checked against the
+// two-pass table, for the ratio against CUB. --only and --region-plan are for measuring sweeps.
 // GB/s counts the bytes a table build must move at least: the image once and the table once.
 // The copy bandwidth is that of a device-to-device copy of a table-sized buffer (read + write),
 // measured in the same run. Times are medians of >= 20 runs after warm-up (CUDA events on CUDA,
@@ -23,6 +25,21 @@
 #include <canopy/structures/detail/sat_functors.cuh>  // testing hooks: the region kernel's launch count and switch
 #include <canopy/structures/dof.hpp>
 #include <canopy/structures/sat.hpp>
+
+//! 1 where CUB can be called (nvcc, CUDA build): then the CUB-built table is timed beside canopy's.
+#if CANOPY_HAS_CUDA && defined(__CUDACC__)
+#define CANOPY_SAT_BENCH_CUB 1
+#include "sat_cub_baseline.cuh"
+#else
+#define CANOPY_SAT_BENCH_CUB 0
+#endif
+//! 1 where CMake found NPP (bench/sat/CMakeLists.txt): NPP's integral image is timed for u8 -> 32-bit, 1 channel.
+#if CANOPY_SAT_BENCH_CUB && defined(CANOPY_SAT_BENCH_NPP) && CANOPY_SAT_BENCH_NPP
+#include "sat_npp_baseline.cuh"
+#else
+#undef CANOPY_SAT_BENCH_NPP
+#define CANOPY_SAT_BENCH_NPP 0
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -100,6 +117,44 @@ void bench_sat(canopy::context& ctx, const timer_median& time, const char* name,
 
   // Checks: fast == baseline; box sums against brute force on the host.
   const auto a = fast.to_host(), b = base.to_host(), oa = off_fast.to_host();
+  // CUB's table (two scans by key; sat_cub_baseline.cuh), from the same image and offsets.
+  double cub_ms = 0;
+  std::vector<Table> cub_table;
+#if CANOPY_SAT_BENCH_CUB
+  if (ctx.is_cuda()) {
+    auto run_cub = [&](auto channels) {
+      constexpr int C = decltype(channels)::value;
+      using scans = sat_cub::two_scans<In, Table, C>;
+      canopy::buffer<typename scans::value> rows(ctx, std::size_t(w) * h), out(ctx, std::size_t(w) * h);
+      scans s(ctx, image.data(), w, h, oa.empty() ? nullptr : oa.data(), rows.data(), out.data());
+      cub_ms = time([&] { s.run(); });
+      cub_table.resize(n);
+      canopy::copy(ctx, canopy::span<const Table>(reinterpret_cast<const Table*>(out.data()), n, out.view().space()),
+                   canopy::host_span(cub_table.data(), n));
+      ctx.synchronize();
+    };
+    if (c == 1) run_cub(std::integral_constant<int, 1>{});
+    else if (c == 4) run_cub(std::integral_constant<int, 4>{});
+    else fail(std::string(name) + ": no CUB baseline for " + std::to_string(c) + " channels");
+  }
+#endif
+  // NPP's integral image (sat_npp_baseline.cuh): single-channel u8 -> 32-bit only.
+  double npp_ms = 0, npp_bytes = 0;
+  std::size_t bad_npp = 0;
+#if CANOPY_SAT_BENCH_NPP
+  if constexpr (std::is_same_v<In, std::uint8_t> && std::is_same_v<Table, std::uint32_t>) {
+    if (ctx.is_cuda() && c == 1) {
+      sat_npp::integral npp(ctx, image.data(), w, h);
+      npp_ms = time([&] { npp.run(); });
+      npp_bytes = npp.bytes();
+      const auto t = npp.table().to_host();  // (w + 1) x (h + 1), exclusive: entry (x + 1, y + 1) is S(x, y)
+      for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x)
+          if (std::uint32_t(t[std::size_t(y + 1) * (w + 1) + x + 1]) != std::uint32_t(b[std::size_t(y) * w + x])) ++bad_npp;
+      if (bad_npp) fail(std::string(name) + ": NPP's table differs from two-pass in " + std::to_string(bad_npp) + " entries");
+    }
+  }
+#endif
   std::size_t bad = 0;
   double max_abs = 1;
   for (std::size_t i = 0; i < n; ++i) max_abs = std::max(max_abs, std::fabs(double(b[i])));
@@ -118,6 +173,10 @@ void bench_sat(canopy::context& ctx, const timer_median& time, const char* name,
     if (count) fail(std::string(name) + ": " + what + " differs from two-pass in " + std::to_string(count) + " entries");
     return count;
   };
+  std::size_t bad_cub = 0;
+  for (std::size_t i = 0; i < cub_table.size(); ++i)
+    if (std::fabs(double(cub_table[i]) - double(b[i])) > tol) ++bad_cub;
+  if (bad_cub) fail(std::string(name) + ": CUB's table differs from two-pass in " + std::to_string(bad_cub) + " entries");
   const std::size_t bad_kept = differing(kept, "kept single pass");
   const std::size_t bad_tile = region ? differing(tile, "tile kernel") : 0;
   canopy::sat_view<Table> v{a.data(), oa.empty() ? nullptr : oa.data(), w, h, c};
@@ -139,6 +198,12 @@ void bench_sat(canopy::context& ctx, const timer_median& time, const char* name,
   std::printf("%-16s %5dx%-5d single_pass %8.3f ms %7.1f GB/s (%5.1f%% of copy %7.1f GB/s; fill %7.1f GB/s) | kept %8.3f ms (%5.1f%%) | two_pass %8.3f ms %7.1f GB/s | %.2fx\n",
               name, w, h, fast_ms, fast_gbps, 100.0 * fast_gbps / copy_gbps, copy_gbps, write_gbps, kept_ms,
               100.0 * kept_gbps / copy_gbps, base_ms, base_gbps, base_ms / fast_ms);
+  if (cub_ms > 0)
+    std::printf("%-16s %5dx%-5d   (CUB, two scans by key: %8.3f ms, %5.1f%% of copy; kept single pass %.2fx faster)\n", name, w,
+                h, cub_ms, 100.0 * bytes / cub_ms * 1e-6 / copy_gbps, cub_ms / kept_ms);
+  if (npp_ms > 0)
+    std::printf("%-16s %5dx%-5d   (NPP nppiIntegral_8u32s_C1R: %8.3f ms, %5.1f%% of copy; kept single pass %.2fx faster)\n", name,
+                w, h, npp_ms, 100.0 * npp_bytes / npp_ms * 1e-6 / copy_gbps, npp_ms / kept_ms);
   if (region)
     std::printf("%-16s %5dx%-5d   (region kernel; the tile kernel, kept: %8.3f ms, %5.1f%% of copy)\n", name, w, h, tile_ms,
                 100.0 * bytes / tile_ms * 1e-6 / copy_gbps);
@@ -153,7 +218,13 @@ void bench_sat(canopy::context& ctx, const timer_median& time, const char* name,
     << ", \"kernel\": \"" << (region ? "region" : ctx.is_cuda() ? "tile" : "host") << "\"";
   if (region)
     r << ", \"tile_kernel_kept_ms\": " << num(tile_ms) << ", \"tile_kernel_fraction_of_copy\": " << num(bytes / tile_ms * 1e-6 / copy_gbps);
-  r << ", \"checked\": " << (bad == 0 && bad_kept == 0 && bad_tile == 0 ? "true" : "false") << "}";
+  if (cub_ms > 0)
+    r << ", \"cub_two_scans_ms\": " << num(cub_ms) << ", \"cub_fraction_of_copy\": " << num(bytes / cub_ms * 1e-6 / copy_gbps)
+      << ", \"kept_speedup_over_cub\": " << num(cub_ms / kept_ms);
+  if (npp_ms > 0)
+    r << ", \"npp_integral_ms\": " << num(npp_ms) << ", \"npp_fraction_of_copy\": " << num(npp_bytes / npp_ms * 1e-6 / copy_gbps)
+      << ", \"kept_speedup_over_npp\": " << num(npp_ms / kept_ms);
+  r << ", \"checked\": " << (bad == 0 && bad_kept == 0 && bad_tile == 0 && bad_cub == 0 && bad_npp == 0 ? "true" : "false") << "}";
   records.push_back(r.str());
 }
 

@@ -1,0 +1,116 @@
+// bench/sat/sat_cub_baseline.cuh — a summed-area table built the way a CUB user would build one,
+// for canopy-sat-bench's side-by-side ratio (CUDA builds only). CUB has no 2D scan and no segmented
+// scan, so the table is two cub::DeviceScan::InclusiveScanByKey calls over pixel vectors (all of a
+// pixel's channels in one value, so the channels never mix):
+//   rows:    key = y, pixels in row-major order: image -> `rows` (row-major);
+//   columns: key = x, pixels in column-major order, read from `rows` and written to `table`
+//            through the same transposing permutation (row-major again).
+// Float tables subtract the per-channel offsets canopy's own build chose, so both tables hold the
+// same quantities and can be compared within the float bound. Nothing here is canopy's code path.
+#pragma once
+
+#include <canopy/core/buffer.hpp>
+#include <canopy/core/context.hpp>
+#include <canopy/core/error.hpp>
+
+#include <cub/device/device_scan.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/permutation_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace sat_cub {
+
+//! One pixel's C channels as a single scanned value.
+template <class T, int C>
+struct pixel {
+  T v[C];
+};
+
+template <class T, int C>
+struct pixel_plus {
+  __host__ __device__ pixel<T, C> operator()(const pixel<T, C>& a, const pixel<T, C>& b) const {
+    pixel<T, C> r;
+    for (int c = 0; c < C; ++c) r.v[c] = a.v[c] + b.v[c];
+    return r;
+  }
+};
+
+//! Pixel i of the image, converted to the table type (minus the offsets for float tables).
+template <class In, class T, int C>
+struct load_pixel {
+  const In* image;
+  pixel<T, C> offset;  // zeros for integer tables
+  __host__ __device__ pixel<T, C> operator()(std::int64_t i) const {
+    pixel<T, C> r;
+    for (int c = 0; c < C; ++c) r.v[c] = T(image[i * C + c]) - offset.v[c];
+    return r;
+  }
+};
+
+//! Position j divided by a fixed count: the row of a row-major index, the column of a column-major one.
+struct divide_by {
+  std::int64_t d;
+  __host__ __device__ std::int64_t operator()(std::int64_t j) const { return j / d; }
+};
+
+//! Row-major index of column-major position j in an image of width w and height h.
+struct transpose_index {
+  std::int64_t w, h;
+  __host__ __device__ std::int64_t operator()(std::int64_t j) const { return (j % h) * w + j / h; }
+};
+
+//! The two scans, with their temporary storage sized once; run() enqueues both on the stream.
+template <class In, class T, int C>
+class two_scans {
+ public:
+  using value = pixel<T, C>;
+  //! `offset` holds C values for float tables (canopy's offsets, on the host), nothing for integer ones.
+  two_scans(canopy::context& ctx, const In* image, int w, int h, const T* offset, value* rows, value* table)
+      : ctx_(ctx), w_(w), h_(h), rows_(rows), table_(table), temp_(ctx, 0) {
+    load_.image = image;
+    for (int c = 0; c < C; ++c) load_.offset.v[c] = offset ? offset[c] : T(0);
+    std::size_t a = 0, b = 0;
+    row_scan(nullptr, a);
+    column_scan(nullptr, b);
+    temp_bytes_ = a > b ? a : b;
+    temp_ = canopy::buffer<unsigned char>(ctx, temp_bytes_ ? temp_bytes_ : 1);
+  }
+  void run() {
+    std::size_t bytes = temp_bytes_;
+    row_scan(temp_.data(), bytes);
+    bytes = temp_bytes_;
+    column_scan(temp_.data(), bytes);
+  }
+
+ private:
+  void row_scan(void* temp, std::size_t& bytes) {
+    const thrust::counting_iterator<std::int64_t> count(0);
+    const auto keys = thrust::make_transform_iterator(count, divide_by{w_});
+    const auto pixels = thrust::make_transform_iterator(count, load_);
+    CANOPY_CUDA_CHECK(cub::DeviceScan::InclusiveScanByKey(temp, bytes, keys, pixels, rows_, pixel_plus<T, C>{},
+                                                          std::int64_t(w_) * h_, cuda::std::equal_to<>{}, ctx_.stream()));
+  }
+  void column_scan(void* temp, std::size_t& bytes) {
+    const thrust::counting_iterator<std::int64_t> count(0);
+    const auto keys = thrust::make_transform_iterator(count, divide_by{h_});
+    const auto where = thrust::make_transform_iterator(count, transpose_index{w_, h_});
+    const auto in = thrust::make_permutation_iterator(static_cast<const value*>(rows_), where);
+    const auto out = thrust::make_permutation_iterator(table_, where);
+    CANOPY_CUDA_CHECK(cub::DeviceScan::InclusiveScanByKey(temp, bytes, keys, in, out, pixel_plus<T, C>{},
+                                                          std::int64_t(w_) * h_, cuda::std::equal_to<>{}, ctx_.stream()));
+  }
+
+  canopy::context& ctx_;
+  std::int64_t w_, h_;
+  value* rows_;
+  value* table_;
+  load_pixel<In, T, C> load_{};
+  canopy::buffer<unsigned char> temp_;
+  std::size_t temp_bytes_ = 0;
+};
+
+}  // namespace sat_cub
