@@ -1,10 +1,13 @@
 // bench/sat/sat_cub_baseline.cuh — a summed-area table built the way a CUB user would build one,
 // for canopy-sat-bench's side-by-side ratio (CUDA builds only). CUB has no 2D scan and no segmented
-// scan, so the table is two cub::DeviceScan::InclusiveScanByKey calls over pixel vectors (all of a
-// pixel's channels in one value, so the channels never mix):
-//   rows:    key = y, pixels in row-major order: image -> `rows` (row-major);
-//   columns: key = x, pixels in column-major order, read from `rows` and written to `table`
-//            through the same transposing permutation (row-major again).
+// scan, so the table is made of cub::DeviceScan::InclusiveScanByKey calls over pixel vectors (all
+// of a pixel's channels in one value, so the channels never mix). Two forms:
+//   strided:    rows (key = y, row-major) image -> `rows`; then columns (key = x, column-major),
+//               read from `rows` and written to `table` through the same transposing permutation;
+//   transposed: rows as above; a tiled transpose `rows` -> `scratch` (width x height becomes
+//               height x width); the transposed rows (the columns) scanned `scratch` -> `rows`;
+//               a transpose back `rows` -> `table`. The transposes are the only code here that is
+//               not CUB's: 32 x 32 tiles through shared memory, the textbook kernel.
 // Float tables subtract the per-channel offsets canopy's own build chose, so both tables hold the
 // same quantities and can be compared within the float bound. Nothing here is canopy's code path.
 #pragma once
@@ -18,6 +21,7 @@
 #include <thrust/iterator/permutation_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -63,27 +67,58 @@ struct transpose_index {
   __host__ __device__ std::int64_t operator()(std::int64_t j) const { return (j % h) * w + j / h; }
 };
 
-//! The two scans, with their temporary storage sized once; run() enqueues both on the stream.
+constexpr int transpose_tile = 32;
+constexpr int transpose_rows = 8;  // threads a block: 32 x 8, each moving 4 elements of a tile
+
+//! out (w x h, row-major) = the transpose of in (h x w, row-major): a 32 x 32 tile a block.
+template <class V>
+__global__ void __launch_bounds__(transpose_tile* transpose_rows) transpose(const V* __restrict__ in, V* __restrict__ out, int w, int h) {
+  __shared__ V tile[transpose_tile][transpose_tile + 1];
+  const int x = blockIdx.x * transpose_tile + threadIdx.x;
+  for (int r = threadIdx.y; r < transpose_tile; r += transpose_rows) {
+    const int y = blockIdx.y * transpose_tile + r;
+    if (x < w && y < h) tile[r][threadIdx.x] = in[std::size_t(y) * w + x];
+  }
+  __syncthreads();
+  const int ox = blockIdx.y * transpose_tile + threadIdx.x;  // a column of `in` is a row of `out`
+  for (int r = threadIdx.y; r < transpose_tile; r += transpose_rows) {
+    const int oy = blockIdx.x * transpose_tile + r;
+    if (ox < h && oy < w) out[std::size_t(oy) * h + ox] = tile[threadIdx.x][r];
+  }
+}
+
+//! The scans, with their temporary storage sized once; run_strided() and run_transposed() enqueue
+//! one form each on the context's stream and leave the table in `table`.
 template <class In, class T, int C>
 class two_scans {
  public:
   using value = pixel<T, C>;
-  //! `offset` holds C values for float tables (canopy's offsets, on the host), nothing for integer ones.
-  two_scans(canopy::context& ctx, const In* image, int w, int h, const T* offset, value* rows, value* table)
-      : ctx_(ctx), w_(w), h_(h), rows_(rows), table_(table), temp_(ctx, 0) {
+  //! `offset` holds C values for float tables (canopy's offsets, on the host), nothing for integer
+  //! ones. rows, scratch and table hold w x h values each.
+  two_scans(canopy::context& ctx, const In* image, int w, int h, const T* offset, value* rows, value* scratch, value* table)
+      : ctx_(ctx), w_(w), h_(h), rows_(rows), scratch_(scratch), table_(table), temp_(ctx, 0) {
     load_.image = image;
     for (int c = 0; c < C; ++c) load_.offset.v[c] = offset ? offset[c] : T(0);
-    std::size_t a = 0, b = 0;
+    std::size_t a = 0, b = 0, t = 0;
     row_scan(nullptr, a);
     column_scan(nullptr, b);
-    temp_bytes_ = a > b ? a : b;
+    transposed_scan(nullptr, t);
+    temp_bytes_ = std::max(a, std::max(b, t));
     temp_ = canopy::buffer<unsigned char>(ctx, temp_bytes_ ? temp_bytes_ : 1);
   }
-  void run() {
+  void run_strided() {
     std::size_t bytes = temp_bytes_;
     row_scan(temp_.data(), bytes);
     bytes = temp_bytes_;
     column_scan(temp_.data(), bytes);
+  }
+  void run_transposed() {
+    std::size_t bytes = temp_bytes_;
+    row_scan(temp_.data(), bytes);
+    launch_transpose(rows_, scratch_, int(w_), int(h_));
+    bytes = temp_bytes_;
+    transposed_scan(temp_.data(), bytes);
+    launch_transpose(rows_, table_, int(h_), int(w_));
   }
 
  private:
@@ -93,6 +128,20 @@ class two_scans {
     const auto pixels = thrust::make_transform_iterator(count, load_);
     CANOPY_CUDA_CHECK(cub::DeviceScan::InclusiveScanByKey(temp, bytes, keys, pixels, rows_, pixel_plus<T, C>{},
                                                           std::int64_t(w_) * h_, cuda::std::equal_to<>{}, ctx_.stream()));
+  }
+  //! The rows of the transposed table (scratch, w rows of h) scanned into `rows`.
+  void transposed_scan(void* temp, std::size_t& bytes) {
+    const thrust::counting_iterator<std::int64_t> count(0);
+    const auto keys = thrust::make_transform_iterator(count, divide_by{h_});
+    CANOPY_CUDA_CHECK(cub::DeviceScan::InclusiveScanByKey(temp, bytes, keys, static_cast<const value*>(scratch_), rows_,
+                                                          pixel_plus<T, C>{}, std::int64_t(w_) * h_, cuda::std::equal_to<>{},
+                                                          ctx_.stream()));
+  }
+  //! in: h rows of w values; out: w rows of h.
+  void launch_transpose(const value* in, value* out, int w, int h) {
+    const dim3 grid(unsigned((w + transpose_tile - 1) / transpose_tile), unsigned((h + transpose_tile - 1) / transpose_tile));
+    transpose<value><<<grid, dim3(transpose_tile, transpose_rows), 0, ctx_.stream()>>>(in, out, w, h);
+    CANOPY_CUDA_CHECK(cudaGetLastError());
   }
   void column_scan(void* temp, std::size_t& bytes) {
     const thrust::counting_iterator<std::int64_t> count(0);
@@ -107,6 +156,7 @@ class two_scans {
   canopy::context& ctx_;
   std::int64_t w_, h_;
   value* rows_;
+  value* scratch_;
   value* table_;
   load_pixel<In, T, C> load_{};
   canopy::buffer<unsigned char> temp_;
