@@ -12,7 +12,8 @@
 // and both are reported. On CUDA, tables built with CUB (cub::DeviceScan::InclusiveScanByKey over
 // rows, then columns either through a permutation or between two transposes: sat_cub_baseline.cuh)
 // are timed in the same run and checked against the two-pass table; the ratio is against the
-// faster. Where CMake finds NPP, NPP's integral image is timed for R8 (sat_npp_baseline.cuh). --only and --region-plan are for measuring sweeps.
+// faster. Where CMake finds NPP, NPP's integral image is timed for R8 and RGBA8 (split into planes
+// first; sat_npp_baseline.cuh). --only and --region-plan are for measuring sweeps.
 // GB/s counts the bytes a table build must move at least: the image once and the table once.
 // The copy bandwidth is that of a device-to-device copy of a table-sized buffer (read + write),
 // measured in the same run. Times are medians of >= 20 runs after warm-up (CUDA events on CUDA,
@@ -34,7 +35,7 @@
 #else
 #define CANOPY_SAT_BENCH_CUB 0
 #endif
-//! 1 where CMake found NPP (bench/sat/CMakeLists.txt): NPP's integral image is timed for u8 -> 32-bit, 1 channel.
+//! 1 where CMake found NPP (bench/sat/CMakeLists.txt): NPP's integral image is timed for u8 -> 32-bit, 1 or 4 channels.
 #if CANOPY_SAT_BENCH_CUB && defined(CANOPY_SAT_BENCH_NPP) && CANOPY_SAT_BENCH_NPP
 #include "sat_npp_baseline.cuh"
 #else
@@ -147,19 +148,22 @@ void bench_sat(canopy::context& ctx, const timer_median& time, const char* name,
     else fail(std::string(name) + ": no CUB baseline for " + std::to_string(c) + " channels");
   }
 #endif
-  // NPP's integral image (sat_npp_baseline.cuh): single-channel u8 -> 32-bit only.
+  // NPP's integral image (sat_npp_baseline.cuh): u8 -> 32-bit, 1 channel, or 4 split into planes.
   double npp_ms = 0, npp_bytes = 0;
+  std::string npp_name;
   std::size_t bad_npp = 0;
 #if CANOPY_SAT_BENCH_NPP
   if constexpr (std::is_same_v<In, std::uint8_t> && std::is_same_v<Table, std::uint32_t>) {
-    if (ctx.is_cuda() && c == 1) {
-      sat_npp::integral npp(ctx, image.data(), w, h);
+    if (ctx.is_cuda() && (c == 1 || c == 4)) {
+      sat_npp::integral npp(ctx, image.data(), w, h, c);
       npp_ms = time([&] { npp.run(); });
       npp_bytes = npp.bytes();
-      const auto t = npp.table().to_host();  // (w + 1) x (h + 1), exclusive: entry (x + 1, y + 1) is S(x, y)
+      npp_name = npp.name();
+      const auto t = npp.tables().to_host();  // planar, exclusive: npp.index(x, y, ch) holds S(x, y, ch)
       for (int y = 0; y < h; ++y)
         for (int x = 0; x < w; ++x)
-          if (std::uint32_t(t[std::size_t(y + 1) * (w + 1) + x + 1]) != std::uint32_t(b[std::size_t(y) * w + x])) ++bad_npp;
+          for (int ch = 0; ch < c; ++ch)
+            if (std::uint32_t(t[npp.index(x, y, ch)]) != std::uint32_t(b[(std::size_t(y) * w + x) * c + ch])) ++bad_npp;
       if (bad_npp) fail(std::string(name) + ": NPP's table differs from two-pass in " + std::to_string(bad_npp) + " entries");
     }
   }
@@ -219,8 +223,8 @@ void bench_sat(canopy::context& ctx, const timer_median& time, const char* name,
     std::printf("%-16s %5dx%-5d   (CUB scans by key: strided %8.3f ms, transposed %8.3f ms, the faster %5.1f%% of copy; kept single pass %.2fx faster)\n",
                 name, w, h, cub_strided_ms, cub_transposed_ms, 100.0 * bytes / cub_ms * 1e-6 / copy_gbps, cub_ms / kept_ms);
   if (npp_ms > 0)
-    std::printf("%-16s %5dx%-5d   (NPP nppiIntegral_8u32s_C1R: %8.3f ms, %5.1f%% of copy; kept single pass %.2fx faster)\n", name,
-                w, h, npp_ms, 100.0 * npp_bytes / npp_ms * 1e-6 / copy_gbps, npp_ms / kept_ms);
+    std::printf("%-16s %5dx%-5d   (NPP %s: %8.3f ms, %5.1f%% of copy; kept single pass %.2fx faster)\n", name, w, h,
+                npp_name.c_str(), npp_ms, 100.0 * npp_bytes / npp_ms * 1e-6 / copy_gbps, npp_ms / kept_ms);
   if (region)
     std::printf("%-16s %5dx%-5d   (region kernel; the tile kernel, kept: %8.3f ms, %5.1f%% of copy)\n", name, w, h, tile_ms,
                 100.0 * bytes / tile_ms * 1e-6 / copy_gbps);
@@ -240,7 +244,7 @@ void bench_sat(canopy::context& ctx, const timer_median& time, const char* name,
       << ", \"cub_ms\": " << num(cub_ms) << ", \"cub_fraction_of_copy\": " << num(bytes / cub_ms * 1e-6 / copy_gbps)
       << ", \"kept_speedup_over_cub\": " << num(cub_ms / kept_ms);
   if (npp_ms > 0)
-    r << ", \"npp_integral_ms\": " << num(npp_ms) << ", \"npp_fraction_of_copy\": " << num(npp_bytes / npp_ms * 1e-6 / copy_gbps)
+    r << ", \"npp\": \"" << npp_name << "\", \"npp_integral_ms\": " << num(npp_ms) << ", \"npp_fraction_of_copy\": " << num(npp_bytes / npp_ms * 1e-6 / copy_gbps)
       << ", \"kept_speedup_over_npp\": " << num(npp_ms / kept_ms);
   r << ", \"checked\": " << (bad == 0 && bad_kept == 0 && bad_tile == 0 && bad_cub == 0 && bad_npp == 0 ? "true" : "false") << "}";
   records.push_back(r.str());
