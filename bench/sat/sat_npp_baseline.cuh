@@ -1,11 +1,12 @@
 // bench/sat/sat_npp_baseline.cuh — NVIDIA NPP's integral image (nppiIntegral_8u32s_C1R_Ctx), the
 // vendor library's summed-area table, for canopy-sat-bench's side-by-side ratio on u8 images of 1
-// channel (R8) and, split into planes first, of 4 (RGBA8). Built only where CMake finds NPP (CUDA::nppist; CANOPY_SAT_BENCH_NPP=1): the CUDA
-// toolkit's full install has it, Debian's nvidia-cuda-toolkit packages do not.
+// channel (R8) and, split into planes first, of 4 (RGBA8). Built only where CMake finds NPP (npp.h,
+// CUDA::nppist, CUDA::nppidei; CANOPY_SAT_BENCH_NPP=1): the CUDA toolkit's full install has it, a
+// toolkit without NPP does not.
 //
-// NPP writes, a channel, an exclusive (width + 1) x (height + 1) table of signed 32-bit sums: its entry
-// (x + 1, y + 1) is canopy's inclusive S(x, y). The adds wrap the same way, so the two agree bit for
-// bit modulo 2^32, which is how the benchmark checks it.
+// NPP writes, a channel, an exclusive (width + 1) x (height + 1) table of signed 32-bit sums: its
+// entry (x + 1, y + 1) is canopy's inclusive S(x, y, c). The adds wrap the same way, so the two agree
+// bit for bit modulo 2^32, which is how the benchmark checks it.
 #pragma once
 
 #include <canopy/core/buffer.hpp>
