@@ -22,19 +22,20 @@
 namespace sat_npp {
 
 //! The NPP stream context of the canopy context's device and stream (NPP 13 takes it filled in by
-//! the caller).
+//! the caller), from what the context already knows of its device.
 inline NppStreamContext stream_context(canopy::context& ctx) {
+  const canopy::device_info& d = ctx.device();
   NppStreamContext s{};
   s.hStream = ctx.stream();
-  CANOPY_CUDA_CHECK(cudaGetDevice(&s.nCudaDeviceId));
-  cudaDeviceProp p{};
-  CANOPY_CUDA_CHECK(cudaGetDeviceProperties(&p, s.nCudaDeviceId));
-  s.nMultiProcessorCount = p.multiProcessorCount;
-  s.nMaxThreadsPerMultiProcessor = p.maxThreadsPerMultiProcessor;
-  s.nMaxThreadsPerBlock = p.maxThreadsPerBlock;
-  s.nSharedMemPerBlock = p.sharedMemPerBlock;
-  s.nCudaDevAttrComputeCapabilityMajor = p.major;
-  s.nCudaDevAttrComputeCapabilityMinor = p.minor;
+  s.nCudaDeviceId = d.ordinal;
+  s.nMultiProcessorCount = d.multiprocessors;
+  s.nMaxThreadsPerMultiProcessor = d.max_threads_per_multiprocessor;
+  s.nCudaDevAttrComputeCapabilityMajor = d.compute_capability_major;
+  s.nCudaDevAttrComputeCapabilityMinor = d.compute_capability_minor;
+  int shared_per_block = 0;  // not in device_info: the default (not opt-in) limit a block
+  CANOPY_CUDA_CHECK(cudaDeviceGetAttribute(&s.nMaxThreadsPerBlock, cudaDevAttrMaxThreadsPerBlock, d.ordinal));
+  CANOPY_CUDA_CHECK(cudaDeviceGetAttribute(&shared_per_block, cudaDevAttrMaxSharedMemoryPerBlock, d.ordinal));
+  s.nSharedMemPerBlock = std::size_t(shared_per_block);
   CANOPY_CUDA_CHECK(cudaStreamGetFlags(s.hStream, &s.nStreamFlags));
   return s;
 }
