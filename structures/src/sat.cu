@@ -74,7 +74,7 @@ void build_rows_then_columns_for_each(context& ctx, const In* image, Table* tabl
 //! memory beside 19 KB static would not fit sm_86's 99 KB a block). docs/sat.md, "Deferred stores".
 //! Needs a 16-byte aligned table with rows of whole 16-byte units, and two blocks per SM
 //! (dispatch_single_pass).
-template <class In, class Table, int C, detail::sat::look_back_protocol Protocol>
+template <class In, class Table, int C, detail::sat::look_back_protocol Protocol, bool Quads = false>
 struct single_pass_choice {
   static constexpr bool prefetch = detail::sat::prefetch_units<In, C>() == 1;
   static constexpr bool deferred = Protocol == detail::sat::look_back_protocol::tagged && !prefetch &&
@@ -85,7 +85,7 @@ struct single_pass_choice {
   static constexpr auto poll = detail::sat::look_back_poll::lean;
   //! The persistent mode's kernel and its dynamic shared memory.
   static constexpr auto persistent_kernel() {
-    return detail::sat::sat_single_pass_kernel<In, Table, C, prefetch, false, order, poll, Protocol, deferred>;
+    return detail::sat::sat_single_pass_kernel<In, Table, C, prefetch, false, order, poll, Protocol, deferred, 0, Quads>;
   }
   static constexpr std::size_t persistent_bytes() {
     return std::size_t(detail::sat::persistent_dynamic_bytes<In, Table, C, prefetch, deferred>());
@@ -99,10 +99,10 @@ struct single_pass_choice {
 //! leaves L1 60 KB instead of 28 KB beside two blocks: its image loads (64 KB a tile for RGBA32F)
 //! are in flight in L1, and with 28 KB it ran at 72-73% of copy instead of 77-78% (H100,
 //! canopy-sat-phases, docs/sat.md). A launch that does not fit is refused and falls back.
-template <class In, class Table, int C, detail::sat::look_back_protocol Protocol>
+template <class In, class Table, int C, detail::sat::look_back_protocol Protocol, bool Quads>
 std::size_t resident_persistent_blocks(const context& ctx) {
   namespace k = detail::sat;
-  using choice = single_pass_choice<In, Table, C, Protocol>;
+  using choice = single_pass_choice<In, Table, C, Protocol, Quads>;
   const int per_sm = detail::resident_blocks_per_sm<choice::persistent_kernel()>(
       ctx, k::block_threads, choice::persistent_bytes(), detail::residency_needs{0, true, choice::prefetch});
   return std::size_t(per_sm) * std::size_t(std::max(ctx.device().multiprocessors, 1));
@@ -113,11 +113,11 @@ std::size_t resident_persistent_blocks(const context& ctx) {
 //! or refuses the launch, e.g. where an MPS SM limit leaves too few SMs. Returns
 //! false, having launched nothing, on that refusal (cudaErrorCooperativeLaunchTooLarge, cleared):
 //! the caller then runs the one-tile-per-block mode, which cannot deadlock at any occupancy.
-template <class In, class Table, int C, detail::sat::look_back_protocol Protocol>
+template <class In, class Table, int C, detail::sat::look_back_protocol Protocol, bool Quads>
 bool launch_persistent(context& ctx, const In* image, Table* table, int width, int height, Table* offset, int tiles_x,
                        unsigned tiles, std::size_t blocks, const detail::sat::tile_descriptors<Table>& d) {
   namespace k = detail::sat;
-  using choice = single_pass_choice<In, Table, C, Protocol>;
+  using choice = single_pass_choice<In, Table, C, Protocol, Quads>;
   ++k::testing().persistent_attempts;
   if (detail::launch_cooperative(choice::persistent_kernel(), unsigned(blocks), k::block_threads,
                                  choice::persistent_bytes(), ctx.stream(),
@@ -131,14 +131,14 @@ bool launch_persistent(context& ctx, const In* image, Table* table, int width, i
 }
 
 //! Launches the single pass with descriptors `d` (counter and flags, or tagged words, cleared or
-//! of an older epoch).
-template <class In, class Table, int C, detail::sat::look_back_protocol Protocol>
+//! of an older epoch). Quads: an R8 image as RGBA8 quads (launch_tiles).
+template <class In, class Table, int C, detail::sat::look_back_protocol Protocol, bool Quads>
 void dispatch_single_pass(context& ctx, const In* image, Table* table, int width, int height, Table* offset,
                           int tiles_x, std::size_t tiles, const detail::sat::tile_descriptors<Table>& d) {
   namespace k = detail::sat;
-  using choice = single_pass_choice<In, Table, C, Protocol>;
+  using choice = single_pass_choice<In, Table, C, Protocol, Quads>;
   if constexpr (choice::persistent) {
-    const std::size_t resident = resident_persistent_blocks<In, Table, C, Protocol>(ctx);
+    const std::size_t resident = resident_persistent_blocks<In, Table, C, Protocol, Quads>(ctx);
     const bool prefetch_fits = !choice::prefetch || k::whole_unit_rows(image, std::size_t(width) * C * sizeof(In));
     const bool deferred_fits = !choice::deferred || k::whole_unit_rows(table, std::size_t(width) * C * sizeof(Table));
     // Without the prefetch the persistent mode is worth it only at two blocks per SM (one tile per
@@ -148,8 +148,8 @@ void dispatch_single_pass(context& ctx, const In* image, Table* table, int width
     if (enough && prefetch_fits && deferred_fits) {
       const std::size_t surplus = std::size_t(std::max(k::testing().persistent_grid_surplus.load(), 0));
       const std::size_t blocks = std::min(tiles, resident + surplus);
-      if (launch_persistent<In, Table, C, Protocol>(ctx, image, table, width, height, offset, tiles_x, unsigned(tiles),
-                                                    blocks, d))
+      if (launch_persistent<In, Table, C, Protocol, Quads>(ctx, image, table, width, height, offset, tiles_x,
+                                                           unsigned(tiles), blocks, d))
         return;
     }
   }
@@ -163,7 +163,7 @@ void dispatch_single_pass(context& ctx, const In* image, Table* table, int width
     detail::sat::sat_offset_kernel<In, Table><<<1, 256, 0, ctx.stream()>>>(image, offset, width, height, C);
     CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_offset_kernel");
   }
-  k::sat_single_pass_kernel<In, Table, C, false, false, choice::order, choice::poll, Protocol>
+  k::sat_single_pass_kernel<In, Table, C, false, false, choice::order, choice::poll, Protocol, false, 0, Quads>
       <<<unsigned(tiles), k::block_threads, 0, ctx.stream()>>>(image, table, width, height, offset, tiles_x,
                                                                unsigned(tiles), d);
   CANOPY_CUDA_CHECK_LAUNCH("canopy::detail::sat::sat_single_pass_kernel");
@@ -354,14 +354,13 @@ bool launch_region_f32(context& ctx, const float* image, float* table, int width
   });
 }
 
-template <class In, class Table, int C>
-void launch_single_pass(context& ctx, const In* image, Table* table, int width, int height, Table* offset,
-                        detail::sat_kept_scratch* kept) {
+//! The tile kernel's single pass (everything but the region kernels). Quads: `image` is an R8
+//! image read as RGBA8 quads, `width` counted in quads, and the table written is the R8 image's
+//! (sat_single_pass_kernel's Quads).
+template <class In, class Table, int C, bool Quads = false>
+void launch_tiles(context& ctx, const In* image, Table* table, int width, int height, Table* offset,
+                  detail::sat_kept_scratch* kept) {
   namespace k = detail::sat;
-  if constexpr (std::is_same_v<In, std::uint8_t> && std::is_same_v<Table, std::uint32_t> && C == 4)
-    if (launch_region(ctx, image, table, width, height, kept)) return;
-  if constexpr (std::is_same_v<In, float> && std::is_same_v<Table, float> && C == 4)
-    if (launch_region_f32(ctx, image, table, width, height, offset, kept)) return;
   const int tiles_x = (width + k::tile_cols - 1) / k::tile_cols;
   const int tiles_y = (height + k::tile_rows - 1) / k::tile_rows;
   const std::size_t tiles = std::size_t(tiles_x) * std::size_t(tiles_y);
@@ -380,8 +379,8 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
       // The tile counter is cleared by dispatch_single_pass, and only where a mode reads it.
       k::tile_descriptors<Table> d = k::carve_descriptors<Table, C>(kept->bytes.data(), layout);
       d.epoch = kept->epoch;
-      dispatch_single_pass<In, Table, C, k::look_back_protocol::tagged>(ctx, image, table, width, height, offset,
-                                                                         tiles_x, tiles, d);
+      dispatch_single_pass<In, Table, C, k::look_back_protocol::tagged, Quads>(ctx, image, table, width, height,
+                                                                                offset, tiles_x, tiles, d);
       return;
     }
   }
@@ -391,8 +390,40 @@ void launch_single_pass(context& ctx, const In* image, Table* table, int width, 
   buffer<unsigned char> scratch(ctx, layout.total_bytes);
   CANOPY_CUDA_CHECK(cudaMemsetAsync(scratch.data(), 0, layout.zeroed_bytes, ctx.stream()));
   const k::tile_descriptors<Table> d = k::carve_descriptors<Table, C>(scratch.data(), layout);
-  dispatch_single_pass<In, Table, C, k::look_back_protocol::flags>(ctx, image, table, width, height, offset, tiles_x,
-                                                                   tiles, d);
+  dispatch_single_pass<In, Table, C, k::look_back_protocol::flags, Quads>(ctx, image, table, width, height, offset,
+                                                                          tiles_x, tiles, d);
+}
+
+//! Whether an R8 -> u32 build runs as RGBA8 quads (launch_single_pass). It needs rows of whole
+//! 16-byte units (width a multiple of 16) and a 16-byte aligned image and table, so that the
+//! quads take the prefetching persistent tile kernel. The size rule is measured (H200, session
+//! 25, docs/sat.md "R8 tables as RGBA8 quads"): quads built the kept table 7% slower at 1920 x
+//! 1080 (2.1 M pixels) and 9-35% faster at 2560 x 1440 (3.7 M) and every larger size measured;
+//! build_sat()'s temporary-scratch builds were faster as quads everywhere. So: at least 3 M pixels.
+bool quads_pay(const void* image, const void* table, int width, int height) {
+  const int choice = detail::sat::testing().quad_choice.load();
+  if (choice == detail::sat::testing_hooks::region_never) return false;
+  if (width % 16 != 0 || reinterpret_cast<std::uintptr_t>(image) % 16 != 0 ||
+      reinterpret_cast<std::uintptr_t>(table) % 16 != 0)
+    return false;
+  return choice == detail::sat::testing_hooks::region_always || std::size_t(width) * std::size_t(height) >= 3000000;
+}
+
+template <class In, class Table, int C>
+void launch_single_pass(context& ctx, const In* image, Table* table, int width, int height, Table* offset,
+                        detail::sat_kept_scratch* kept) {
+  if constexpr (std::is_same_v<In, std::uint8_t> && std::is_same_v<Table, std::uint32_t> && C == 4)
+    if (launch_region(ctx, image, table, width, height, kept)) return;
+  if constexpr (std::is_same_v<In, float> && std::is_same_v<Table, float> && C == 4)
+    if (launch_region_f32(ctx, image, table, width, height, offset, kept)) return;
+  if constexpr (std::is_same_v<In, std::uint8_t> && std::is_same_v<Table, std::uint32_t> && C == 1) {
+    if (quads_pay(image, table, width, height)) {
+      ++detail::sat::testing().quad_launches;
+      launch_tiles<In, Table, 4, true>(ctx, image, table, width / 4, height, offset, kept);
+      return;
+    }
+  }
+  launch_tiles<In, Table, C>(ctx, image, table, width, height, offset, kept);
 }
 
 template <class In, class Table, int C>

@@ -47,6 +47,11 @@ struct testing_hooks {
   std::atomic<int> region_rows{0};
   std::atomic<int> region_slots{0};
   std::atomic<int> region_stage_rows{0};
+  //! R8 -> u32 tables built as RGBA8 quads (4 pixels a word, sat.cu's quads_pay): builds that ran
+  //! that way, and which builds take it (the region_* values: by the measured size rule, never,
+  //! or every build whose width and alignment allow it).
+  std::atomic<unsigned long long> quad_launches{0};
+  std::atomic<int> quad_choice{region_by_size};
 };
 testing_hooks& testing();
 

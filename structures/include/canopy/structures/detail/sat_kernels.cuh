@@ -707,9 +707,13 @@ __device__ __forceinline__ void load_rows_coalesced(const In* image, int width, 
 //! Protocol: flags, or tagged words (4-byte tables; d.row_word etc. and d.epoch).
 //! Deferred: a tile's table values are stored during the next tile's look-backs (tagged words).
 //! Diag: canopy-sat-phases' diagnostics (wrong tables): 1 no look-backs, 2 no table stores.
+//! Quads: the image is an R8 image read as RGBA8 (In u8, C 4, `width` in quads of 4 pixels), and
+//! the table written is the R8 image's: each quad's four channel sums S_c(X, y) (c = pixel 4X + c)
+//! become T(4X + c, y) = sum over c' <= c of S_c'(X, y) + sum over c' > c of S_c'(X - 1, y) just
+//! before the store. The layout is the same: T(x, y) sits where S_(x % 4)(x / 4, y) would.
 template <class In, class Table, int C, bool Prefetch, bool Measure = false, tile_order Order = tile_order::diagonal,
           look_back_poll Poll = look_back_poll::all, look_back_protocol Protocol = look_back_protocol::flags,
-          bool Deferred = false, int Diag = 0>
+          bool Deferred = false, int Diag = 0, bool Quads = false>
 __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
     sat_single_pass_kernel(const In* __restrict__ image, Table* __restrict__ table, int width, int height,
                            Table* __restrict__ offset, int tiles_x, unsigned tiles, tile_descriptors<Table> d) {
@@ -743,6 +747,8 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
   constexpr int out_units = segment_units<Table, C>();
   static_assert(!Deferred || (tagged && out_units > 0 && out_units <= 8),
                 "deferred stores: tagged words, whole 16-byte units");
+  static_assert(!Quads || (std::is_same_v<In, std::uint8_t> && C == 4 && !std::is_floating_point_v<Table>),
+                "quads: an R8 image read as RGBA8, integer tables");
   extern __shared__ uint4 s_prefetch[];
   uint4* const s_out = s_prefetch + (Prefetch ? prefetch_bytes<In, C>() / 16 : 0);  // Deferred only
   int prev_ti = -1, prev_tj = 0;  // Deferred: the tile whose values are in s_out (block-uniform)
@@ -1102,6 +1108,29 @@ __global__ void __launch_bounds__(block_threads, sizeof(Table) == 4 ? 2 : 1)
       for (int p = 0; p < pixels_per_thread; ++p)
 #pragma unroll
         for (int c = 0; c < C; ++c) out[p * C + c] = v[r][p][c] + column_base[p * C + c] + s_carry_prefix[ty][c];
+      if constexpr (Quads) {
+        // out holds S_c(X, y) for the lane's quads X. S_c(X - 1, y) of its first quad is the lane
+        // before's last; for lane 0 it is the tile's left edge, S_c(x0 - 1, y) = the corner plus
+        // the row carries' prefix down to row y (every other term of out is zero left of x0).
+        // Wrapping adds: exact modulo 2^bits, as every table entry.
+        Table left[C];
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          left[c] = shfl_up(out[(pixels_per_thread - 1) * C + c], 1);
+          if (lane == 0) left[c] = s_corner[c] + s_carry_prefix[ty][c];
+        }
+#pragma unroll
+        for (int p = 0; p < pixels_per_thread; ++p) {
+          Table t = left[0] + left[1] + left[2] + left[3];  // the R8 table at the quad's left: T(4X - 1, y)
+#pragma unroll
+          for (int c = 0; c < C; ++c) {
+            const Table cur = out[p * C + c];
+            t += cur - left[c];  // + pixel 4X + c's column down to row y
+            out[p * C + c] = t;
+            left[c] = cur;
+          }
+        }
+      }
       if constexpr (Deferred) {
         stage_segment(s_out + ty * 32 * out_units, out, lane);
       } else {
