@@ -664,6 +664,97 @@ void check_graph_replays(canopy::context& ctx, int w, int h, std::uint64_t seed)
 }
 
 // The tile kernel (1028 px: not a multiple of 256): tagged words with an epoch in the kept scratch.
+TEST_F(CudaSat, R8TablesAsRgba8Quads) {
+  // R8 -> u32 builds whose width is a multiple of 16 (and whose image and table are 16-byte
+  // aligned) may run as an RGBA8 image of width / 4 quads through the prefetching tile kernel,
+  // which turns each quad's channel sums into the R8 table just before its stores (sat.cu,
+  // quads_pay). Forced here at every size: one quad column and one quad row, partial tiles on the
+  // right and at the bottom, several tile columns, 4K, a width whose quads (1024) the RGBA8
+  // region kernel would take, and an all-255 8K image whose entries wrap twice. Kept
+  // (summed_area_table, tagged words) and build_sat() (temporary scratch, flags) both.
+  auto& hooks = canopy::detail::sat::testing();
+  const scoped_hook<int> always(hooks.quad_choice, canopy::detail::sat::testing_hooks::region_always);
+  const std::vector<std::pair<int, int>> sizes = {{16, 1},    {16, 40},    {48, 33},   {528, 70},
+                                                  {1040, 300}, {3840, 2160}, {4096, 200}};
+  const unsigned long long before = hooks.quad_launches;
+  unsigned builds = 0;
+  for (auto [w, h] : sizes)
+    for (auto d : {distribution::uniform_full, distribution::all_max}) {
+      check_case<std::uint8_t, std::uint32_t>(ctx(), w, h, 1, canopy::sat_algorithm::single_pass, d,
+                                              std::uint64_t(w) * 5 + h, 12);
+      ++builds;
+    }
+  check_case<std::uint8_t, std::uint32_t>(ctx(), 7680, 4320, 1, canopy::sat_algorithm::single_pass,
+                                          distribution::all_max, 3, 4);
+  ++builds;
+  for (auto [w, h] : {std::pair<int, int>{48, 33}, {3840, 2160}}) {
+    const auto img = make_image<std::uint8_t>(w, h, 1, distribution::uniform_full, std::uint64_t(w) + 11);
+    canopy::buffer<std::uint8_t> image(ctx(), img.size());
+    image.assign(img);
+    canopy::buffer<std::uint32_t> table(ctx(), img.size()), none(ctx(), 0);
+    canopy::sat_options opt;
+    opt.algorithm = canopy::sat_algorithm::single_pass;
+    canopy::build_sat<std::uint8_t, std::uint32_t>(ctx(), image.view(), w, h, 1, table.view(), none.view(), opt);
+    expect_exact_u32(table.to_host(), img, w, h, 1, "build_sat " + std::to_string(w) + "x" + std::to_string(h));
+    ++builds;
+  }
+  EXPECT_EQ(hooks.quad_launches - before, builds) << "every build above ran as quads";
+
+  // A refused cooperative launch: the quads fall back to one tile per block, still exact.
+  {
+    const scoped_hook<int> surplus(hooks.persistent_grid_surplus, 1 << 20);
+    const unsigned long long refusals = hooks.cooperative_refusals, launches = hooks.quad_launches;
+    check_case<std::uint8_t, std::uint32_t>(ctx(), 3840, 2160, 1, canopy::sat_algorithm::single_pass,
+                                            distribution::uniform_full, 21, 12);
+    EXPECT_EQ(hooks.quad_launches - launches, 1u);
+    if (ctx().device().compute_capability_major >= 8) EXPECT_EQ(hooks.cooperative_refusals - refusals, 1u);
+  }
+}
+
+TEST_F(CudaSat, R8QuadsTakenWhereTheyPayAndWhereTheyFit) {
+  // quads_pay's rule: widths of a multiple of 16, a 16-byte aligned image and table, and at least
+  // 3 M pixels (measured on an H200, docs/sat.md). Everything else builds R8 directly, and agrees.
+  auto& hooks = canopy::detail::sat::testing();
+  const struct {
+    int w, h;
+    bool quads;
+  } cases[] = {{3840, 2160, true}, {2560, 1440, true}, {2000, 1500, true},
+                 {1920, 1080, false}, {2000, 1499, false}, {3844, 2160, false}, {3824, 2160, true}};
+  for (const auto& k : cases) {
+    SCOPED_TRACE(std::to_string(k.w) + "x" + std::to_string(k.h));
+    const unsigned long long before = hooks.quad_launches;
+    check_case<std::uint8_t, std::uint32_t>(ctx(), k.w, k.h, 1, canopy::sat_algorithm::automatic,
+                                            distribution::uniform_full, std::uint64_t(k.w) + k.h, 4);
+    EXPECT_EQ(hooks.quad_launches - before, k.quads ? 1u : 0u);
+  }
+  // A misaligned image (one byte into a buffer) cannot be read as 16-byte quads.
+  {
+    const int w = 3840, h = 2160;
+    const auto img = make_image<std::uint8_t>(w, h, 1, distribution::uniform_full, 99);
+    canopy::buffer<std::uint8_t> image(ctx(), img.size() + 1);
+    canopy::copy(ctx(), canopy::span<const std::uint8_t>(canopy::host_span(img.data(), img.size())),
+                 image.view().subspan(1, img.size()));
+    canopy::summed_area_table<std::uint32_t> sat(ctx());
+    const unsigned long long before = hooks.quad_launches;
+    sat.build<std::uint8_t>(canopy::span<const std::uint8_t>(image.view().subspan(1, img.size())), w, h, 1);
+    std::vector<std::uint32_t> got(sat.table().size());
+    canopy::copy(ctx(), sat.table(), canopy::host_span(got.data(), got.size()));
+    ctx().synchronize();
+    EXPECT_EQ(hooks.quad_launches - before, 0u);
+    expect_exact_u32(got, img, w, h, 1, "misaligned image");
+  }
+  // The hook's "never", and the two-pass baseline, build R8 directly.
+  {
+    const scoped_hook<int> never(hooks.quad_choice, canopy::detail::sat::testing_hooks::region_never);
+    const unsigned long long before = hooks.quad_launches;
+    check_case<std::uint8_t, std::uint32_t>(ctx(), 3840, 2160, 1, canopy::sat_algorithm::single_pass,
+                                            distribution::uniform_full, 5, 4);
+    check_case<std::uint8_t, std::uint32_t>(ctx(), 3840, 2160, 1, canopy::sat_algorithm::two_pass,
+                                            distribution::uniform_full, 6, 4);
+    EXPECT_EQ(hooks.quad_launches - before, 0u);
+  }
+}
+
 TEST_F(CudaSat, GraphCaptureReplaysWithFreshScratch) { check_graph_replays(ctx(), 1028, 700, 500); }
 #endif
 
