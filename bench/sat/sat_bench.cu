@@ -2,7 +2,7 @@
 // the single-pass kernel against the two-pass baseline, and SAT depth of field at 4K.
 //
 //   canopy-sat-bench [--backend host|cuda|auto] [--quick] [--reps N] [--size WxH]... [--only T]
-//                    [--region-plan RH:NS:D] [--out file.json]
+//                    [--region-plan RH:NS:D] [--r8-quads auto|always|never] [--out file.json]
 //
 // single_pass is build_sat() (temporary scratch from the context's resource); kept is
 // summed_area_table::build(), the per-frame API, which keeps its look-back scratch between builds
@@ -104,10 +104,23 @@ void bench_sat(canopy::context& ctx, const timer_median& time, const char* name,
     canopy::build_sat<In, Table>(ctx, image.view(), w, h, c, base.view(), off_base.view(), two);
   });
   auto& hooks = canopy::detail::sat::testing();
-  const unsigned long long region_before = hooks.region_launches;
+  const unsigned long long region_before = hooks.region_launches, quads_before = hooks.quad_launches;
   canopy::summed_area_table<Table> kept(ctx);
   const double kept_ms = time([&] { kept.template build<In>(image.view(), w, h, c, single); });
   const bool region = hooks.region_launches != region_before;
+  const bool quads = hooks.quad_launches != quads_before;
+  // R8 built as RGBA8 quads: the same kept builds of R8 directly, and build_sat()'s both ways.
+  double direct_ms = 0, direct_single_ms = 0;
+  canopy::summed_area_table<Table> direct(ctx);
+  const int quad_choice_before = hooks.quad_choice;
+  if (quads) {
+    hooks.quad_choice = canopy::detail::sat::testing_hooks::region_never;
+    direct_ms = time([&] { direct.template build<In>(image.view(), w, h, c, single); });
+    direct_single_ms = time([&] {
+      canopy::build_sat<In, Table>(ctx, image.view(), w, h, c, copy_dst.view(), off_base.view(), single);
+    });
+    hooks.quad_choice = quad_choice_before;
+  }
   // The tile kernel where the region kernel ran: the same kept builds with it switched off.
   double tile_ms = 0;
   canopy::summed_area_table<Table> tile(ctx);
@@ -200,6 +213,7 @@ void bench_sat(canopy::context& ctx, const timer_median& time, const char* name,
   const double cub_ms = cub_strided_ms > 0 ? std::min(cub_strided_ms, cub_transposed_ms) : 0.0;
   const std::size_t bad_kept = differing(kept, "kept single pass");
   const std::size_t bad_tile = region ? differing(tile, "tile kernel") : 0;
+  const std::size_t bad_direct = quads ? differing(direct, "R8 built directly") : 0;
   canopy::sat_view<Table> v{a.data(), oa.empty() ? nullptr : oa.data(), w, h, c};
   for (int k = 0; k < 8; ++k) {
     const int x0 = int(rng() % unsigned(w)), y0 = int(rng() % unsigned(h));
@@ -225,6 +239,10 @@ void bench_sat(canopy::context& ctx, const timer_median& time, const char* name,
   if (npp_ms > 0)
     std::printf("%-16s %5dx%-5d   (NPP %s: %8.3f ms, %5.1f%% of copy; kept single pass %.2fx faster)\n", name, w, h,
                 npp_name.c_str(), npp_ms, 100.0 * npp_bytes / npp_ms * 1e-6 / copy_gbps, npp_ms / kept_ms);
+  if (quads)
+    std::printf("%-16s %5dx%-5d   (as RGBA8 quads; R8 directly: kept %8.3f ms, %5.1f%% of copy; single_pass %8.3f ms, %5.1f%%)\n",
+                name, w, h, direct_ms, 100.0 * bytes / direct_ms * 1e-6 / copy_gbps, direct_single_ms,
+                100.0 * bytes / direct_single_ms * 1e-6 / copy_gbps);
   if (region)
     std::printf("%-16s %5dx%-5d   (region kernel; the tile kernel, kept: %8.3f ms, %5.1f%% of copy)\n", name, w, h, tile_ms,
                 100.0 * bytes / tile_ms * 1e-6 / copy_gbps);
@@ -236,7 +254,10 @@ void bench_sat(canopy::context& ctx, const timer_median& time, const char* name,
     << ", \"copy_gbps\": " << num(copy_gbps) << ", \"fill_gbps\": " << num(write_gbps) << ", \"single_pass_fraction_of_copy\": " << num(fast_gbps / copy_gbps)
     << ", \"speedup_over_two_pass\": " << num(base_ms / fast_ms) << ", \"kept_single_pass_ms\": " << num(kept_ms)
     << ", \"kept_fraction_of_copy\": " << num(kept_gbps / copy_gbps)
-    << ", \"kernel\": \"" << (region ? "region" : ctx.is_cuda() ? "tile" : "host") << "\"";
+    << ", \"kernel\": \"" << (region ? "region" : quads ? "tile, R8 as RGBA8 quads" : ctx.is_cuda() ? "tile" : "host") << "\"";
+  if (quads)
+    r << ", \"r8_direct_kept_ms\": " << num(direct_ms) << ", \"r8_direct_fraction_of_copy\": " << num(bytes / direct_ms * 1e-6 / copy_gbps)
+      << ", \"r8_direct_single_pass_ms\": " << num(direct_single_ms);
   if (region)
     r << ", \"tile_kernel_kept_ms\": " << num(tile_ms) << ", \"tile_kernel_fraction_of_copy\": " << num(bytes / tile_ms * 1e-6 / copy_gbps);
   if (cub_ms > 0)
@@ -246,7 +267,7 @@ void bench_sat(canopy::context& ctx, const timer_median& time, const char* name,
   if (npp_ms > 0)
     r << ", \"npp\": \"" << npp_name << "\", \"npp_integral_ms\": " << num(npp_ms) << ", \"npp_fraction_of_copy\": " << num(npp_bytes / npp_ms * 1e-6 / copy_gbps)
       << ", \"kept_speedup_over_npp\": " << num(npp_ms / kept_ms);
-  r << ", \"checked\": " << (bad == 0 && bad_kept == 0 && bad_tile == 0 && bad_cub == 0 && bad_npp == 0 ? "true" : "false") << "}";
+  r << ", \"checked\": " << (bad == 0 && bad_kept == 0 && bad_tile == 0 && bad_cub == 0 && bad_npp == 0 && bad_direct == 0 ? "true" : "false") << "}";
   records.push_back(r.str());
 }
 
@@ -320,10 +341,12 @@ void bench_dof(canopy::context& ctx, const timer_median& time, int w, int h, can
 int main(int argc, char** argv) {
   const char* usage =
       "usage: canopy-sat-bench [--backend host|cuda|auto] [--quick] [--reps N] [--size WxH]... [--only T]\n"
-      "                        [--region-plan RH:NS:D] [--out file.json]\n"
+      "                        [--region-plan RH:NS:D] [--r8-quads auto|always|never] [--out file.json]\n"
       "  --size WxH  time the SAT at these sizes instead of 1080p, 4K and 8K (repeatable; no depth of field)\n"
       "  --only T    only this table build: rgba8, rgba32f or r8 (no depth of field)\n"
-      "  --region-plan RH:NS:D  the region kernels' rows a region, carry slots (2-4) and staging rows (1-3)\n";
+      "  --region-plan RH:NS:D  the region kernels' rows a region, carry slots (2-4) and staging rows (1-3)\n"
+      "  --r8-quads auto|always|never  R8 tables as RGBA8 quads: by the size rule (default), wherever the width\n"
+      "              allows, or never (where quads run, R8 built directly is timed beside them)\n";
   canopy::backend_request request = canopy::backend_request::automatic;
   std::string out_path;
   bool quick = false;
@@ -331,6 +354,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<int, int>> only_sizes;  // --size: these instead of the default sizes, SAT only
   std::string only;                             // --only: one table build, SAT only
   int plan[3] = {0, 0, 0};                      // --region-plan
+  int quad_choice = canopy::detail::sat::testing_hooks::region_by_size;  // --r8-quads
   try {
     canopy_bench::command_line cl(argc, argv, "canopy-sat-bench");
     while (cl.next()) {
@@ -356,6 +380,12 @@ int main(int argc, char** argv) {
             plan[1] < 2 || plan[1] > 4 || plan[2] < 1 || plan[2] > 3)
           throw std::invalid_argument("canopy-sat-bench: --region-plan wants RH:NS:D (RH 1 to 257, NS 2 to 4, D 1 to 3), got '" +
                                       v + "'");
+      } else if (cl.is("--r8-quads")) {
+        const std::string v = cl.value();
+        if (v == "auto") quad_choice = canopy::detail::sat::testing_hooks::region_by_size;
+        else if (v == "always") quad_choice = canopy::detail::sat::testing_hooks::region_always;
+        else if (v == "never") quad_choice = canopy::detail::sat::testing_hooks::region_never;
+        else throw std::invalid_argument("canopy-sat-bench: --r8-quads wants auto, always or never, got '" + v + "'");
       } else cl.refuse_unknown();
     }
   } catch (const std::exception& e) {
@@ -379,6 +409,7 @@ int main(int argc, char** argv) {
     hooks.region_rows = plan[0];
     hooks.region_slots = plan[1];
     hooks.region_stage_rows = plan[2];
+    hooks.quad_choice = quad_choice;
     for (auto [w, h] : sizes) {
       if (only.empty() || only == "rgba8") bench_sat<std::uint8_t, std::uint32_t>(ctx, time, "rgba8->u32", w, h, 4);
       if (only.empty() || only == "rgba32f") bench_sat<float, float>(ctx, time, "rgba32f->f32", w, h, 4);
