@@ -398,7 +398,7 @@ void launch_tiles(context& ctx, const In* image, Table* table, int width, int he
 //! 16-byte units (width a multiple of 16) and a 16-byte aligned image and table, so that the
 //! quads take the prefetching persistent tile kernel. The size rule is measured (H200, session
 //! 25, docs/sat.md "R8 tables as RGBA8 quads"): quads built the kept table 7% slower at 1920 x
-//! 1080 (2.1 M pixels) and 9-35% faster at 2560 x 1440 (3.7 M) and every larger size measured;
+//! 1080 (2.1 M pixels) and 5-35% faster at 2560 x 1440 (3.7 M) and every larger size measured;
 //! build_sat()'s temporary-scratch builds were faster as quads everywhere. So: at least 3 M pixels.
 bool quads_pay(const void* image, const void* table, int width, int height) {
   const int choice = detail::sat::testing().quad_choice.load();
