@@ -181,39 +181,31 @@ void bench_sat(canopy::context& ctx, const timer_median& time, const char* name,
     }
   }
 #endif
-  std::size_t bad = 0;
   double max_abs = 1;
   for (std::size_t i = 0; i < n; ++i) max_abs = std::max(max_abs, std::fabs(double(b[i])));
   const double tol = std::is_floating_point_v<Table> ? 8.0 * double(std::numeric_limits<Table>::epsilon()) * (w + h + 64) * max_abs : 0.0;
-  for (std::size_t i = 0; i < n; ++i)
-    if (std::fabs(double(a[i]) - double(b[i])) > tol) ++bad;
-  if (bad) fail(std::string(name) + ": single pass differs from two-pass in " + std::to_string(bad) + " entries");
-  // Entries of a kept table further than tol from the baseline's.
-  auto differing = [&](const canopy::summed_area_table<Table>& t, const char* what) {
-    std::vector<Table> k(n);
-    canopy::copy(ctx, t.table(), canopy::host_span(k.data(), k.size()));
-    ctx.synchronize();
-    std::size_t count = 0;
-    for (std::size_t i = 0; i < n; ++i)
-      if (std::fabs(double(k[i]) - double(b[i])) > tol) ++count;
-    if (count) fail(std::string(name) + ": " + what + " differs from two-pass in " + std::to_string(count) + " entries");
-    return count;
-  };
-  std::size_t bad_cub = 0;
-  auto check_cub = [&](const std::vector<Table>& t, const char* form) {
+  // Entries of a table (read back; empty: not built) further than tol from the baseline's.
+  auto differing = [&](const std::vector<Table>& t, const std::string& what) {
     std::size_t count = 0;
     for (std::size_t i = 0; i < t.size(); ++i)
       if (std::fabs(double(t[i]) - double(b[i])) > tol) ++count;
-    if (count) fail(std::string(name) + ": CUB's " + form + " table differs from two-pass in " + std::to_string(count) + " entries");
-    bad_cub += count;
+    if (count) fail(std::string(name) + ": " + what + " differs from two-pass in " + std::to_string(count) + " entries");
+    return count;
   };
-  check_cub(cub_strided, "strided");
-  check_cub(cub_transposed, "transposed");
+  // The same for a kept table.
+  auto kept_differing = [&](const canopy::summed_area_table<Table>& t, const char* what) {
+    std::vector<Table> k(n);
+    canopy::copy(ctx, t.table(), canopy::host_span(k.data(), k.size()));
+    ctx.synchronize();
+    return differing(k, what);
+  };
+  const std::size_t bad = differing(a, "single pass");
+  const std::size_t bad_cub = differing(cub_strided, "CUB's strided table") + differing(cub_transposed, "CUB's transposed table");
   // The ratio is taken against CUB's faster form.
   const double cub_ms = cub_strided_ms > 0 ? std::min(cub_strided_ms, cub_transposed_ms) : 0.0;
-  const std::size_t bad_kept = differing(kept, "kept single pass");
-  const std::size_t bad_tile = region ? differing(tile, "tile kernel") : 0;
-  const std::size_t bad_direct = quads ? differing(direct, "R8 built directly") : 0;
+  const std::size_t bad_kept = kept_differing(kept, "kept single pass");
+  const std::size_t bad_tile = region ? kept_differing(tile, "tile kernel") : 0;
+  const std::size_t bad_direct = quads ? kept_differing(direct, "R8 built directly") : 0;
   canopy::sat_view<Table> v{a.data(), oa.empty() ? nullptr : oa.data(), w, h, c};
   for (int k = 0; k < 8; ++k) {
     const int x0 = int(rng() % unsigned(w)), y0 = int(rng() % unsigned(h));
@@ -230,22 +222,24 @@ void bench_sat(canopy::context& ctx, const timer_median& time, const char* name,
 
   const double bytes = double(n) * (sizeof(In) + sizeof(Table));
   const double fast_gbps = bytes / fast_ms * 1e-6, base_gbps = bytes / base_ms * 1e-6, kept_gbps = bytes / kept_ms * 1e-6;
+  // A build of `ms` that moves `moved` bytes, as a fraction of the copy bandwidth.
+  auto of_copy = [&](double ms, double moved) { return moved / ms * 1e-6 / copy_gbps; };
   std::printf("%-16s %5dx%-5d single_pass %8.3f ms %7.1f GB/s (%5.1f%% of copy %7.1f GB/s; fill %7.1f GB/s) | kept %8.3f ms (%5.1f%%) | two_pass %8.3f ms %7.1f GB/s | %.2fx\n",
               name, w, h, fast_ms, fast_gbps, 100.0 * fast_gbps / copy_gbps, copy_gbps, write_gbps, kept_ms,
               100.0 * kept_gbps / copy_gbps, base_ms, base_gbps, base_ms / fast_ms);
   if (cub_ms > 0)
     std::printf("%-16s %5dx%-5d   (CUB scans by key: strided %8.3f ms, transposed %8.3f ms, the faster %5.1f%% of copy; kept single pass %.2fx faster)\n",
-                name, w, h, cub_strided_ms, cub_transposed_ms, 100.0 * bytes / cub_ms * 1e-6 / copy_gbps, cub_ms / kept_ms);
+                name, w, h, cub_strided_ms, cub_transposed_ms, 100.0 * of_copy(cub_ms, bytes), cub_ms / kept_ms);
   if (npp_ms > 0)
     std::printf("%-16s %5dx%-5d   (NPP %s: %8.3f ms, %5.1f%% of copy; kept single pass %.2fx faster)\n", name, w, h,
-                npp_name.c_str(), npp_ms, 100.0 * npp_bytes / npp_ms * 1e-6 / copy_gbps, npp_ms / kept_ms);
+                npp_name.c_str(), npp_ms, 100.0 * of_copy(npp_ms, npp_bytes), npp_ms / kept_ms);
   if (quads)
     std::printf("%-16s %5dx%-5d   (as RGBA8 quads; R8 directly: kept %8.3f ms, %5.1f%% of copy; single_pass %8.3f ms, %5.1f%%)\n",
-                name, w, h, direct_ms, 100.0 * bytes / direct_ms * 1e-6 / copy_gbps, direct_single_ms,
-                100.0 * bytes / direct_single_ms * 1e-6 / copy_gbps);
+                name, w, h, direct_ms, 100.0 * of_copy(direct_ms, bytes), direct_single_ms,
+                100.0 * of_copy(direct_single_ms, bytes));
   if (region)
     std::printf("%-16s %5dx%-5d   (region kernel; the tile kernel, kept: %8.3f ms, %5.1f%% of copy)\n", name, w, h, tile_ms,
-                100.0 * bytes / tile_ms * 1e-6 / copy_gbps);
+                100.0 * of_copy(tile_ms, bytes));
   const auto num = canopy_bench::json_number;
   std::ostringstream r;
   r << "{\"primitive\": \"sat\", \"case\": \"" << name << "\", \"width\": " << w << ", \"height\": " << h
@@ -256,16 +250,16 @@ void bench_sat(canopy::context& ctx, const timer_median& time, const char* name,
     << ", \"kept_fraction_of_copy\": " << num(kept_gbps / copy_gbps)
     << ", \"kernel\": \"" << (region ? "region" : quads ? "tile, R8 as RGBA8 quads" : ctx.is_cuda() ? "tile" : "host") << "\"";
   if (quads)
-    r << ", \"r8_direct_kept_ms\": " << num(direct_ms) << ", \"r8_direct_fraction_of_copy\": " << num(bytes / direct_ms * 1e-6 / copy_gbps)
+    r << ", \"r8_direct_kept_ms\": " << num(direct_ms) << ", \"r8_direct_fraction_of_copy\": " << num(of_copy(direct_ms, bytes))
       << ", \"r8_direct_single_pass_ms\": " << num(direct_single_ms);
   if (region)
-    r << ", \"tile_kernel_kept_ms\": " << num(tile_ms) << ", \"tile_kernel_fraction_of_copy\": " << num(bytes / tile_ms * 1e-6 / copy_gbps);
+    r << ", \"tile_kernel_kept_ms\": " << num(tile_ms) << ", \"tile_kernel_fraction_of_copy\": " << num(of_copy(tile_ms, bytes));
   if (cub_ms > 0)
     r << ", \"cub_strided_ms\": " << num(cub_strided_ms) << ", \"cub_transposed_ms\": " << num(cub_transposed_ms)
-      << ", \"cub_ms\": " << num(cub_ms) << ", \"cub_fraction_of_copy\": " << num(bytes / cub_ms * 1e-6 / copy_gbps)
+      << ", \"cub_ms\": " << num(cub_ms) << ", \"cub_fraction_of_copy\": " << num(of_copy(cub_ms, bytes))
       << ", \"kept_speedup_over_cub\": " << num(cub_ms / kept_ms);
   if (npp_ms > 0)
-    r << ", \"npp\": \"" << npp_name << "\", \"npp_integral_ms\": " << num(npp_ms) << ", \"npp_fraction_of_copy\": " << num(npp_bytes / npp_ms * 1e-6 / copy_gbps)
+    r << ", \"npp\": \"" << npp_name << "\", \"npp_integral_ms\": " << num(npp_ms) << ", \"npp_fraction_of_copy\": " << num(of_copy(npp_ms, npp_bytes))
       << ", \"kept_speedup_over_npp\": " << num(npp_ms / kept_ms);
   r << ", \"checked\": " << (bad == 0 && bad_kept == 0 && bad_tile == 0 && bad_cub == 0 && bad_npp == 0 && bad_direct == 0 ? "true" : "false") << "}";
   records.push_back(r.str());
