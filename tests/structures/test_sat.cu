@@ -663,7 +663,6 @@ void check_graph_replays(canopy::context& ctx, int w, int h, std::uint64_t seed)
   }
 }
 
-// The tile kernel (1028 px: not a multiple of 256): tagged words with an epoch in the kept scratch.
 TEST_F(CudaSat, R8TablesAsRgba8Quads) {
   // R8 -> u32 builds whose width is a multiple of 16 (and whose image and table are 16-byte
   // aligned) may run as an RGBA8 image of width / 4 quads through the prefetching tile kernel,
@@ -755,6 +754,7 @@ TEST_F(CudaSat, R8QuadsTakenWhereTheyPayAndWhereTheyFit) {
   }
 }
 
+// The tile kernel (1028 px: not a multiple of 256): tagged words with an epoch in the kept scratch.
 TEST_F(CudaSat, GraphCaptureReplaysWithFreshScratch) { check_graph_replays(ctx(), 1028, 700, 500); }
 #endif
 
