@@ -99,58 +99,51 @@ class two_scans {
       : ctx_(ctx), w_(w), h_(h), rows_(rows), scratch_(scratch), table_(table), temp_(ctx, 0) {
     load_.image = image;
     for (int c = 0; c < C; ++c) load_.offset.v[c] = offset ? offset[c] : T(0);
-    std::size_t a = 0, b = 0, t = 0;
-    row_scan(nullptr, a);
-    column_scan(nullptr, b);
-    transposed_scan(nullptr, t);
-    temp_bytes_ = std::max(a, std::max(b, t));
+    // With no storage, each scan only adds its need to temp_bytes_.
+    row_scan();
+    column_scan();
+    transposed_scan();
     temp_ = canopy::buffer<unsigned char>(ctx, temp_bytes_ ? temp_bytes_ : 1);
   }
   void run_strided() {
-    std::size_t bytes = temp_bytes_;
-    row_scan(temp_.data(), bytes);
-    bytes = temp_bytes_;
-    column_scan(temp_.data(), bytes);
+    row_scan();
+    column_scan();
   }
   void run_transposed() {
-    std::size_t bytes = temp_bytes_;
-    row_scan(temp_.data(), bytes);
+    row_scan();
     launch_transpose(rows_, scratch_, int(w_), int(h_));
-    bytes = temp_bytes_;
-    transposed_scan(temp_.data(), bytes);
+    transposed_scan();
     launch_transpose(rows_, table_, int(h_), int(w_));
   }
 
  private:
-  void row_scan(void* temp, std::size_t& bytes) {
-    const thrust::counting_iterator<std::int64_t> count(0);
-    const auto keys = thrust::make_transform_iterator(count, divide_by{w_});
-    const auto pixels = thrust::make_transform_iterator(count, load_);
-    CANOPY_CUDA_CHECK(cub::DeviceScan::InclusiveScanByKey(temp, bytes, keys, pixels, rows_, pixel_plus<T, C>{},
-                                                          std::int64_t(w_) * h_, cuda::std::equal_to<>{}, ctx_.stream()));
+  //! Inclusive scans of `in` into `out` over segments of `length` consecutive positions (the keys
+  //! are position / length). Before temp_ is allocated, only records the storage it needs.
+  template <class InIt, class OutIt>
+  void scan_by_key(std::int64_t length, InIt in, OutIt out) {
+    const auto keys = thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0), divide_by{length});
+    const bool sizing = temp_.size() == 0;
+    std::size_t bytes = sizing ? 0 : temp_bytes_;
+    CANOPY_CUDA_CHECK(cub::DeviceScan::InclusiveScanByKey(sizing ? nullptr : temp_.data(), bytes, keys, in, out,
+                                                          pixel_plus<T, C>{}, w_ * h_, cuda::std::equal_to<>{},
+                                                          ctx_.stream()));
+    if (sizing) temp_bytes_ = std::max(temp_bytes_, bytes);
+  }
+  //! The image's rows, scanned into `rows`.
+  void row_scan() { scan_by_key(w_, thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0), load_), rows_); }
+  //! The columns of `rows`, through a transposing permutation, into `table`.
+  void column_scan() {
+    const auto where = thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0), transpose_index{w_, h_});
+    scan_by_key(h_, thrust::make_permutation_iterator(static_cast<const value*>(rows_), where),
+                thrust::make_permutation_iterator(table_, where));
   }
   //! The rows of the transposed table (scratch, w rows of h) scanned into `rows`.
-  void transposed_scan(void* temp, std::size_t& bytes) {
-    const thrust::counting_iterator<std::int64_t> count(0);
-    const auto keys = thrust::make_transform_iterator(count, divide_by{h_});
-    CANOPY_CUDA_CHECK(cub::DeviceScan::InclusiveScanByKey(temp, bytes, keys, static_cast<const value*>(scratch_), rows_,
-                                                          pixel_plus<T, C>{}, std::int64_t(w_) * h_, cuda::std::equal_to<>{},
-                                                          ctx_.stream()));
-  }
+  void transposed_scan() { scan_by_key(h_, static_cast<const value*>(scratch_), rows_); }
   //! in: h rows of w values; out: w rows of h.
   void launch_transpose(const value* in, value* out, int w, int h) {
     const dim3 grid(unsigned((w + transpose_tile - 1) / transpose_tile), unsigned((h + transpose_tile - 1) / transpose_tile));
     transpose<value><<<grid, dim3(transpose_tile, transpose_rows), 0, ctx_.stream()>>>(in, out, w, h);
-    CANOPY_CUDA_CHECK(cudaGetLastError());
-  }
-  void column_scan(void* temp, std::size_t& bytes) {
-    const thrust::counting_iterator<std::int64_t> count(0);
-    const auto keys = thrust::make_transform_iterator(count, divide_by{h_});
-    const auto where = thrust::make_transform_iterator(count, transpose_index{w_, h_});
-    const auto in = thrust::make_permutation_iterator(static_cast<const value*>(rows_), where);
-    const auto out = thrust::make_permutation_iterator(table_, where);
-    CANOPY_CUDA_CHECK(cub::DeviceScan::InclusiveScanByKey(temp, bytes, keys, in, out, pixel_plus<T, C>{},
-                                                          std::int64_t(w_) * h_, cuda::std::equal_to<>{}, ctx_.stream()));
+    CANOPY_CUDA_CHECK_LAUNCH("sat_cub::transpose");
   }
 
   canopy::context& ctx_;
