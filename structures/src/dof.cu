@@ -10,7 +10,8 @@
 namespace canopy {
 
 depth_of_field::depth_of_field(context& ctx)
-    : ctx_(&ctx), coc_(ctx, 0), far_layer_(ctx, 0), near_layer_(ctx, 0), near_tiles_(ctx, 0), near_dilated_(ctx, 0),
+    : ctx_(&ctx), coc_(ctx, 0), far_layer_(ctx, 0), near_layer_(ctx, 0), near_columns_(ctx, 0), near_tiles_(ctx, 0),
+      near_dilated_(ctx, 0),
       far_sat_(ctx), near_sat_(ctx) {}
 
 void depth_of_field::apply(span<const std::uint32_t> colour, span<const float> depth, int width, int height,
@@ -55,8 +56,10 @@ void depth_of_field::apply(span<const std::uint32_t> colour, span<const float> d
            detail::dof::coc_and_layers{colour.data(), depth.data(), coc_.data(), far_layer_.data(), near_layer_.data(),
                                        L, width, options.max_radius, options.near_field, options.far_weighting});
   if (options.near_field) {
-    for_each(ctx, tiles,
-             detail::dof::near_tile_max{coc_.data(), near_tiles_.data(), width, height, tiles_x_, options.max_radius});
+    near_columns_.resize_discard(std::size_t(tiles_y_) * std::size_t(width));
+    for_each(ctx, near_columns_.size(),
+             detail::dof::near_column_max{coc_.data(), near_columns_.data(), width, height, options.max_radius});
+    for_each(ctx, tiles, detail::dof::near_tile_max{near_columns_.data(), near_tiles_.data(), width, tiles_x_});
     const int reach = (options.max_radius + detail::dof::tile - 1) / detail::dof::tile;
     for_each(ctx, tiles,
              detail::dof::near_tile_dilate{near_tiles_.data(), near_dilated_.data(), tiles_x_, tiles_y_, reach});

@@ -300,6 +300,67 @@ TEST_P(DofTest, EveryFlagCombinationBlursAUniformDepthPlaneToTheBoxMean) {
   }
 }
 
+TEST_P(DofTest, NearTilesHoldTheLargestNearRadiusThatReachesThem) {
+  // near_tiles() against a brute-force reference from the CoC map read back: a tile's value is the
+  // largest near-field radius (CoC < 0, radius capped at max_radius) of any tile whose blur reaches
+  // it, i.e. whose closest pixel lies within that radius (Chebyshev), counting only tiles whose
+  // largest radius is at least half a pixel. Partial tiles on the right and at the bottom. The
+  // scene is in focus at 5 m but for one pixel in 150, at 3 to 4.9 m: radii of about 0.1 to 7.5 px,
+  // below the cap of 16, so that each tile's maximum comes from one or two pixels of its own.
+  const int w = 301, h = 157;
+  scene s{w, h, std::vector<std::uint32_t>(std::size_t(w) * h), std::vector<float>(std::size_t(w) * h, 5.0f)};
+  std::mt19937 rng(9);
+  for (std::size_t i = 0; i < s.colour.size(); ++i) {
+    s.colour[i] = rng();
+    if (rng() % 150 == 0) s.depth[i] = 3.0f + float(rng() % 1000) * 0.0019f;
+  }
+  canopy::buffer<std::uint32_t> colour(ctx(), s.colour.size()), out(ctx(), s.colour.size());
+  canopy::buffer<float> depth(ctx(), s.depth.size());
+  colour.assign(s.colour);
+  depth.assign(s.depth);
+  for (int max_radius : {16, 40}) {
+    auto o = lens(5.0f, 1.4f);
+    o.max_radius = max_radius;
+    canopy::depth_of_field dof(ctx());
+    dof.apply(colour.view(), depth.view(), w, h, out.view(), o);
+    std::vector<float> coc(s.depth.size()), got(dof.near_tiles().size());
+    canopy::copy(ctx(), dof.coc(), canopy::host_span(coc.data(), coc.size()));
+    canopy::copy(ctx(), dof.near_tiles(), canopy::host_span(got.data(), got.size()));
+    ctx().synchronize();
+    const int tx = (w + 15) / 16, ty = (h + 15) / 16;
+    ASSERT_EQ(dof.tiles_x(), tx);
+    ASSERT_EQ(dof.tiles_y(), ty);
+    ASSERT_EQ(got.size(), std::size_t(tx) * ty);
+    std::vector<float> tile_max(got.size(), 0.f);
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) {
+        const float c = coc[std::size_t(y) * w + x];
+        if (c >= 0.f) continue;
+        const float r = std::min(0.5f * -c, float(max_radius));
+        float& m = tile_max[std::size_t(y / 16) * tx + x / 16];
+        m = std::max(m, r);
+      }
+    std::size_t reached = 0;
+    for (int j = 0; j < ty; ++j)
+      for (int i = 0; i < tx; ++i) {
+        float want = 0.f;
+        for (int b = 0; b < ty; ++b)
+          for (int a = 0; a < tx; ++a) {
+            const float r = tile_max[std::size_t(b) * tx + a];
+            if (r < 0.5f) continue;
+            const int cheb = std::max(std::abs(a - i), std::abs(b - j));
+            const float gap = cheb == 0 ? 0.f : float((cheb - 1) * 16 + 1);
+            if (r >= gap) want = std::max(want, r);
+          }
+        EXPECT_EQ(got[std::size_t(j) * tx + i], want) << "tile " << i << "," << j << " max_radius " << max_radius;
+        reached += want > 0.f;
+      }
+    EXPECT_GT(reached, got.size() / 2) << "the scene must put near blur over most tiles";
+    EXPECT_LT(*std::max_element(tile_max.begin(), tile_max.end()), float(std::min(max_radius, 8)))
+        << "no radius is capped, so each maximum comes from its own pixels";
+  }
+}
+
 TEST_P(DofTest, ZeroSizeAndBadArguments) {
   canopy::depth_of_field dof(ctx());
   canopy::buffer<std::uint32_t> c(ctx(), 0), out(ctx(), 0);

@@ -91,7 +91,8 @@ class depth_of_field {
   //! returns without synchronising. With `timer`, stages "dof.coc", "dof.sat" and "dof.filter" are
   //! recorded in its open frame.
   //! Temporary memory: kept by the object, 4 + 8 + 8 bytes per pixel for the CoC and the two RGBW
-  //! u16 layers, 32 per pixel for the two tables and 8 per 16 x 16 tile; per call, from the
+  //! u16 layers, 32 per pixel for the two tables, 4 per 16 pixels of a column (the near field's
+  //! column maxima) and 8 per 16 x 16 tile; per call, from the
   //! context's pool, the single-pass descriptors (about 1/13 of a table).
   //! Complexity: O(pixels) work; 8 (box) or 40 (polygon) table reads per blurred pixel.
   void apply(span<const std::uint32_t> colour, span<const float> depth, int width, int height,
@@ -108,7 +109,7 @@ class depth_of_field {
   context* ctx_;
   buffer<float> coc_;
   buffer<std::uint16_t> far_layer_, near_layer_;
-  buffer<float> near_tiles_, near_dilated_;
+  buffer<float> near_columns_, near_tiles_, near_dilated_;
   summed_area_table<std::uint32_t> far_sat_, near_sat_;
   int tiles_x_ = 0, tiles_y_ = 0;
 };

@@ -49,30 +49,59 @@ struct coc_and_layers {
     const unsigned wf = is_near ? 0u : w;
     const unsigned wn = is_near ? w : 0u;
     const std::uint32_t p = colour[i];
-    for (int k = 0; k < 3; ++k) far_layer[4 * i + k] = std::uint16_t(((p >> (8 * k)) & 0xffu) * wf);
-    far_layer[4 * i + 3] = std::uint16_t(wf);
+    store_layer(far_layer + 4 * i, p, wf);
     if (!near_field) return;  // no near table is built from it: leave the layer alone
-    for (int k = 0; k < 3; ++k) near_layer[4 * i + k] = std::uint16_t(((p >> (8 * k)) & 0xffu) * wn);
-    near_layer[4 * i + 3] = std::uint16_t(wn);
+    store_layer(near_layer + 4 * i, p, wn);
+  }
+  //! A layer pixel: R, G, B of `p` times `w`, then `w` (each at most 255 x 255, so u16 holds it).
+  //! One 8-byte store on the GPU: four 2-byte stores a pixel left each warp's store instruction
+  //! writing a quarter of every 32-byte sector it touched. The layers are 256-byte aligned buffers
+  //! and the pixel's four values start at index 4 i, so the store is aligned.
+  CANOPY_HD static void store_layer(std::uint16_t* dst, std::uint32_t p, unsigned w) {
+    const std::uint32_t lo = (p & 0xffu) * w | (((p >> 8) & 0xffu) * w) << 16;
+    const std::uint32_t hi = ((p >> 16) & 0xffu) * w | w << 16;
+#if defined(__CUDA_ARCH__)
+    *reinterpret_cast<uint2*>(dst) = make_uint2(lo, hi);
+#else
+    const std::uint16_t v[4] = {std::uint16_t(lo), std::uint16_t(lo >> 16), std::uint16_t(hi), std::uint16_t(hi >> 16)};
+    for (int k = 0; k < 4; ++k) dst[k] = v[k];
+#endif
   }
 };
 
-//! Stage 3a: largest near-field radius per tile (0 when none reaches 0.5).
-struct near_tile_max {
+//! Stage 3a, in two steps. First, for each row of tiles ty and pixel column x, the largest
+//! near-field radius over the tile row's 16 pixels of that column (0 where none): one call per
+//! (ty, x), so a warp reads 32 neighbouring pixels of a row at a time. (One call per tile that read
+//! all 256 of its pixels left too few threads to hide the loads: 32,400 at 4K.)
+struct near_column_max {
   const float* coc;
+  float* columns;  // tiles_y rows of width
+  int width, height, max_radius;
+  CANOPY_HD void operator()(std::size_t i) const {
+    const int x = int(i % std::size_t(width)), ty = int(i / std::size_t(width));
+    float m = 0.f;
+    for (int y = ty * tile; y < ty * tile + tile && y < height; ++y) {
+      const float c = coc[std::size_t(y) * std::size_t(width) + std::size_t(x)];
+      if (c < 0.f) {
+        const float r = radius_of(c, max_radius);
+        m = r > m ? r : m;
+      }
+    }
+    columns[i] = m;
+  }
+};
+
+//! Stage 3a, second step: a tile's largest near-field radius from its 16 columns (0 when none
+//! reaches 0.5).
+struct near_tile_max {
+  const float* columns;
   float* tiles;
-  int width, height, tiles_x, max_radius;
+  int width, tiles_x;
   CANOPY_HD void operator()(std::size_t t) const {
     const int tx = int(t % std::size_t(tiles_x)), ty = int(t / std::size_t(tiles_x));
+    const float* row = columns + std::size_t(ty) * std::size_t(width);
     float m = 0.f;
-    for (int y = ty * tile; y < ty * tile + tile && y < height; ++y)
-      for (int x = tx * tile; x < tx * tile + tile && x < width; ++x) {
-        const float c = coc[std::size_t(y) * std::size_t(width) + std::size_t(x)];
-        if (c < 0.f) {
-          const float r = radius_of(c, max_radius);
-          m = r > m ? r : m;
-        }
-      }
+    for (int x = tx * tile; x < tx * tile + tile && x < width; ++x) m = row[x] > m ? row[x] : m;
     tiles[t] = m >= 0.5f ? m : 0.f;
   }
 };
