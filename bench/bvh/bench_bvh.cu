@@ -1,7 +1,7 @@
 // canopy-bench-bvh: per-frame BVH build, refit, tree quality and ray throughput.
 //
 //   canopy-bench-bvh [--backend cuda|host|auto] [--scenes bunny,1m,10m] [--host-scenes bunny,1m]
-//                    [--repeat N] [--width W --height H] [--json out.json] [--smoke]
+//                    [--repeat N] [--width W --height H] [--json out.json] [--smoke] [--help]
 //
 // For every scene: build ms per stage (median of --repeat frames, each a full rebuild of the
 // animated mesh), refit ms, SAH cost of the LBVH with and without the treelet step next to the
@@ -38,7 +38,12 @@ using namespace canopy;
 
 namespace {
 
+const char* const usage =
+    "usage: canopy-bench-bvh [--backend cuda|host|auto] [--scenes bunny,1m,10m] [--host-scenes bunny,1m]\n"
+    "                        [--repeat N] [--width W --height H] [--json out.json] [--smoke] [--help]\n";
+
 struct settings {
+  bool help = false;
   std::string backend = "auto";
   std::vector<std::string> scenes{"bunny", "1m", "10m"};
   std::vector<std::string> host_scenes{"bunny", "1m"};
@@ -53,7 +58,10 @@ settings parse(int argc, char** argv) {
   settings s;
   canopy_bench::command_line cl(argc, argv, "canopy-bench-bvh");
   while (cl.next()) {
-    if (cl.is("--backend")) s.backend = cl.value();
+    if (cl.is("--help") || cl.is("-h")) {
+      s.help = true;
+      return s;
+    } else if (cl.is("--backend")) s.backend = cl.value();
     else if (cl.is("--scenes")) s.scenes = canopy_bench::split_list(cl.value());
     else if (cl.is("--host-scenes")) s.host_scenes = canopy_bench::split_list(cl.value());
     else if (cl.is("--repeat")) s.repeat = cl.int_value(1);
@@ -307,8 +315,12 @@ int main(int argc, char** argv) {
   try {
     cfg = parse(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr, "%s\n%s", e.what(), usage);
     return canopy_bench::exit_bad_command_line;
+  }
+  if (cfg.help) {
+    std::fputs(usage, stdout);
+    return 0;
   }
   try {
     std::vector<row> rows;

@@ -340,7 +340,8 @@ int main(int argc, char** argv) {
       "  --only T    only this table build: rgba8, rgba32f or r8 (no depth of field)\n"
       "  --region-plan RH:NS:D  the region kernels' rows a region, carry slots (2-4) and staging rows (1-3)\n"
       "  --r8-quads auto|always|never  R8 tables as RGBA8 quads: by the size rule (default), wherever the width\n"
-      "              allows, or never (where quads run, R8 built directly is timed beside them)\n";
+      "              allows, or never (where quads run, R8 built directly is timed beside them)\n"
+      "  --help      print this and exit\n";
   canopy::backend_request request = canopy::backend_request::automatic;
   std::string out_path;
   bool quick = false;
@@ -352,7 +353,10 @@ int main(int argc, char** argv) {
   try {
     canopy_bench::command_line cl(argc, argv, "canopy-sat-bench");
     while (cl.next()) {
-      if (cl.is("--backend")) request = canopy::parse_backend_request(cl.value(), "--backend");
+      if (cl.is("--help") || cl.is("-h")) {
+        std::fputs(usage, stdout);
+        return 0;
+      } else if (cl.is("--backend")) request = canopy::parse_backend_request(cl.value(), "--backend");
       else if (cl.is("--out")) out_path = cl.value();
       else if (cl.is("--reps")) reps = cl.int_value(1);
       else if (cl.is("--quick")) quick = true;
