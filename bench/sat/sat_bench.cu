@@ -293,13 +293,14 @@ void bench_dof(canopy::context& ctx, const timer_median& time, int w, int h, can
   o.kernel = kernel;
   const double total_ms = time([&] { dof.apply(c.view(), d.view(), w, h, out.view(), o); });
   canopy::stage_timer timer(ctx);
-  std::vector<double> coc_ms, sat_ms, filter_ms;
+  std::vector<double> coc_ms, near_ms, sat_ms, filter_ms;
   for (int i = 0; i < time.reps; ++i) {
     timer.begin_frame();
     dof.apply(c.view(), d.view(), w, h, out.view(), o, &timer);
     timer.end_frame();
     const auto& t = timer.wait_latest();
     coc_ms.push_back(t.stage_ms("dof.coc"));
+    near_ms.push_back(t.stage_ms("dof.near"));
     sat_ms.push_back(t.stage_ms("dof.sat"));
     filter_ms.push_back(t.stage_ms("dof.filter"));
   }
@@ -320,12 +321,13 @@ void bench_dof(canopy::context& ctx, const timer_median& time, int w, int h, can
   if (changed < blurred * 9 / 10) fail("dof: only " + std::to_string(changed) + " of " + std::to_string(blurred) + " blurred pixels changed");
   const bool checked = focus_bad == 0 && blurred > 0 && changed >= blurred * 9 / 10;
   const char* kname = kernel == canopy::dof_kernel::box ? "box" : "polygon";
-  std::printf("dof %-8s %5dx%-5d total %7.3f ms (coc %.3f, sat %.3f, filter %.3f)\n", kname, w, h, total_ms, med(coc_ms),
-              med(sat_ms), med(filter_ms));
+  std::printf("dof %-8s %5dx%-5d total %7.3f ms (coc %.3f, near %.3f, sat %.3f, filter %.3f)\n", kname, w, h, total_ms,
+              med(coc_ms), med(near_ms), med(sat_ms), med(filter_ms));
   const auto num = canopy_bench::json_number;
   std::ostringstream r;
   r << "{\"primitive\": \"dof\", \"kernel\": \"" << kname << "\", \"width\": " << w << ", \"height\": " << h
-    << ", \"total_ms\": " << num(total_ms) << ", \"coc_ms\": " << num(med(coc_ms)) << ", \"sat_ms\": " << num(med(sat_ms))
+    << ", \"total_ms\": " << num(total_ms) << ", \"coc_ms\": " << num(med(coc_ms)) << ", \"near_ms\": " << num(med(near_ms))
+    << ", \"sat_ms\": " << num(med(sat_ms))
     << ", \"filter_ms\": " << num(med(filter_ms)) << ", \"checked\": " << (checked ? "true" : "false") << "}";
   records.push_back(r.str());
 }

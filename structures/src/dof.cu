@@ -55,7 +55,10 @@ void depth_of_field::apply(span<const std::uint32_t> colour, span<const float> d
   for_each(ctx, n,
            detail::dof::coc_and_layers{colour.data(), depth.data(), coc_.data(), far_layer_.data(), near_layer_.data(),
                                        L, width, options.max_radius, options.near_field, options.far_weighting});
+  done(s);
+
   if (options.near_field) {
+    s = stage("dof.near");
     near_columns_.resize_discard(std::size_t(tiles_y_) * std::size_t(width));
     for_each(ctx, near_columns_.size(),
              detail::dof::near_column_max{coc_.data(), near_columns_.data(), width, height, options.max_radius});
@@ -63,8 +66,8 @@ void depth_of_field::apply(span<const std::uint32_t> colour, span<const float> d
     const int reach = (options.max_radius + detail::dof::tile - 1) / detail::dof::tile;
     for_each(ctx, tiles,
              detail::dof::near_tile_dilate{near_tiles_.data(), near_dilated_.data(), tiles_x_, tiles_y_, reach});
+    done(s);
   }
-  done(s);
 
   s = stage("dof.sat");
   far_sat_.build<std::uint16_t>(far_layer_.view(), width, height, 4);

@@ -88,7 +88,8 @@ class depth_of_field {
   //! Blurs `colour` (width * height RGBA8 pixels, packed R | G << 8 | B << 16 | A << 24) by the
   //! CoC of `depth` (width * height linear depths in metres) into `out` (width * height RGBA8;
   //! must not alias colour). Alpha is copied. All spans in the context's memory space. On CUDA it
-  //! returns without synchronising. With `timer`, stages "dof.coc", "dof.sat" and "dof.filter" are
+  //! returns without synchronising. With `timer`, stages "dof.coc" (CoC and layers), "dof.near"
+  //! (the near field's tiles; only with options.near_field), "dof.sat" and "dof.filter" are
   //! recorded in its open frame.
   //! Temporary memory: kept by the object, 4 + 8 + 8 bytes per pixel for the CoC and the two RGBW
   //! u16 layers, 32 per pixel for the two tables, 4 per 16 pixels of a column (the near field's
