@@ -52,9 +52,12 @@ void depth_of_field::apply(span<const std::uint32_t> colour, span<const float> d
   const auto done = [&](std::size_t s) { if (timer) timer->end(s); };
 
   std::size_t s = stage("dof.coc");
-  for_each(ctx, n,
+  const bool pairs_aligned = reinterpret_cast<std::uintptr_t>(colour.data()) % 8 == 0 &&
+                             reinterpret_cast<std::uintptr_t>(depth.data()) % 8 == 0;
+  for_each(ctx, (n + 1) / 2,
            detail::dof::coc_and_layers{colour.data(), depth.data(), coc_.data(), far_layer_.data(), near_layer_.data(),
-                                       L, width, options.max_radius, options.near_field, options.far_weighting});
+                                       L, width, options.max_radius, options.near_field, options.far_weighting, n,
+                                       pairs_aligned});
   done(s);
 
   if (options.near_field) {

@@ -21,7 +21,7 @@ CANOPY_HD inline float radius_of(float coc, int max_radius) {
   return r < float(max_radius) ? r : float(max_radius);
 }
 
-//! Stage 1 + 2: CoC and the two premultiplied u16 RGBW layers.
+//! Stage 1 + 2: CoC and the two premultiplied u16 RGBW layers, two pixels a call.
 struct coc_and_layers {
   const std::uint32_t* colour;
   const float* depth;
@@ -31,41 +31,72 @@ struct coc_and_layers {
   thin_lens lens;
   int width, max_radius;
   bool near_field, far_weighting;
-  CANOPY_HD void operator()(std::size_t i) const {
-    const float c = coc_diameter_px(lens, depth[i], width);
-    coc[i] = c;
+  std::size_t n;        // pixels
+  bool pairs_aligned;   // colour and depth 8-byte aligned
+  //! Pixels 2k and 2k + 1 (the last pair may be one pixel). On the GPU, with aligned inputs, one
+  //! 8-byte load of each input, one 8-byte store of the CoC and one 16-byte store a layer. (The
+  //! layers are 256-byte aligned buffers, so 16 bytes at pixel 2k are aligned.)
+  CANOPY_HD void operator()(std::size_t k) const {
+    const std::size_t i = 2 * k;
+#if defined(__CUDA_ARCH__)
+    if (pairs_aligned && i + 1 < n) {
+      const uint2 p = *reinterpret_cast<const uint2*>(colour + i);
+      const float2 d = *reinterpret_cast<const float2*>(depth + i);
+      const float c0 = coc_diameter_px(lens, d.x, width), c1 = coc_diameter_px(lens, d.y, width);
+      *reinterpret_cast<float2*>(coc + i) = make_float2(c0, c1);
+      const layer_weights w0 = weights(c0), w1 = weights(c1);
+      layer_pixel a = pixel(p.x, w0.far), b = pixel(p.y, w1.far);
+      *reinterpret_cast<uint4*>(far_layer + 4 * i) = make_uint4(a.lo, a.hi, b.lo, b.hi);
+      if (!near_field) return;  // no near table is built from it: leave the layer alone
+      a = pixel(p.x, w0.near);
+      b = pixel(p.y, w1.near);
+      *reinterpret_cast<uint4*>(near_layer + 4 * i) = make_uint4(a.lo, a.hi, b.lo, b.hi);
+      return;
+    }
+#endif
+    one(i);
+    if (i + 1 < n) one(i + 1);
+  }
+
+  struct layer_weights {
+    unsigned far, near;
+  };
+  //! A pixel goes to the near layer only when near pixels are separated (near_field); otherwise
+  //! every pixel, in front of the focus plane or behind it, goes to the one (far) table. Its
+  //! weight is its blur weight with far_weighting (in-focus pixels weigh 0), else 255:
+  //!   near_field  far_weighting  far table                  near table
+  //!   on          on             behind: blur_w, front: 0   front: blur_w
+  //!   on          off            behind: 255, front: 0      front: 255
+  //!   off         on             blur_w                     (not built)
+  //!   off         off            255 (the classic table)    (not built)
+  CANOPY_HD layer_weights weights(float c) const {
     const float r = radius_of(c, max_radius);
     const unsigned blur_w = unsigned(255.f * clamp01(r - 0.5f) + 0.5f);
-    // A pixel goes to the near layer only when near pixels are separated (near_field); otherwise
-    // every pixel, in front of the focus plane or behind it, goes to the one (far) table. Its
-    // weight is its blur weight with far_weighting (in-focus pixels weigh 0), else 255:
-    //   near_field  far_weighting  far table                  near table
-    //   on          on             behind: blur_w, front: 0   front: blur_w
-    //   on          off            behind: 255, front: 0      front: 255
-    //   off         on             blur_w                     (not built)
-    //   off         off            255 (the classic table)    (not built)
     const bool is_near = c < 0.f && near_field;
     const unsigned w = far_weighting ? blur_w : 255u;
-    const unsigned wf = is_near ? 0u : w;
-    const unsigned wn = is_near ? w : 0u;
-    const std::uint32_t p = colour[i];
-    store_layer(far_layer + 4 * i, p, wf);
-    if (!near_field) return;  // no near table is built from it: leave the layer alone
-    store_layer(near_layer + 4 * i, p, wn);
+    return {is_near ? 0u : w, is_near ? w : 0u};
   }
-  //! A layer pixel: R, G, B of `p` times `w`, then `w` (each at most 255 x 255, so u16 holds it).
-  //! One 8-byte store on the GPU: four 2-byte stores a pixel left each warp's store instruction
-  //! writing a quarter of every 32-byte sector it touched. The layers are 256-byte aligned buffers
-  //! and the pixel's four values start at index 4 i, so the store is aligned.
-  CANOPY_HD static void store_layer(std::uint16_t* dst, std::uint32_t p, unsigned w) {
-    const std::uint32_t lo = (p & 0xffu) * w | (((p >> 8) & 0xffu) * w) << 16;
-    const std::uint32_t hi = ((p >> 16) & 0xffu) * w | w << 16;
-#if defined(__CUDA_ARCH__)
-    *reinterpret_cast<uint2*>(dst) = make_uint2(lo, hi);
-#else
-    const std::uint16_t v[4] = {std::uint16_t(lo), std::uint16_t(lo >> 16), std::uint16_t(hi), std::uint16_t(hi >> 16)};
-    for (int k = 0; k < 4; ++k) dst[k] = v[k];
-#endif
+
+  //! A layer pixel as two words: R, G, B of `p` times `w`, then `w` (each at most 255 x 255, so
+  //! u16 holds it), R in the low half of `lo`.
+  struct layer_pixel {
+    std::uint32_t lo, hi;
+  };
+  CANOPY_HD static layer_pixel pixel(std::uint32_t p, unsigned w) {
+    return {(p & 0xffu) * w | (((p >> 8) & 0xffu) * w) << 16, ((p >> 16) & 0xffu) * w | w << 16};
+  }
+  CANOPY_HD static void store(std::uint16_t* dst, layer_pixel v) {
+    const std::uint16_t h[4] = {std::uint16_t(v.lo), std::uint16_t(v.lo >> 16), std::uint16_t(v.hi), std::uint16_t(v.hi >> 16)};
+    for (int k = 0; k < 4; ++k) dst[k] = h[k];
+  }
+
+  //! One pixel, element by element (the host backend, unaligned inputs, an odd last pixel).
+  CANOPY_HD void one(std::size_t i) const {
+    const float c = coc_diameter_px(lens, depth[i], width);
+    coc[i] = c;
+    const layer_weights w = weights(c);
+    store(far_layer + 4 * i, pixel(colour[i], w.far));
+    if (near_field) store(near_layer + 4 * i, pixel(colour[i], w.near));
   }
 };
 
