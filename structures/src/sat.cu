@@ -58,8 +58,8 @@ void build_rows_then_columns_for_each(context& ctx, const In* image, Table* tabl
 //! RGBA32F (4 units a lane) ran slower persistent with the prefetch (H100: 64% against 73% one tile
 //! per block at 4K), and runs persistent with deferred stores instead (below) where the tagged
 //! words apply, as do 2-unit segments (RGBA16, RG32F, RG32U); one tile per block from the counter
-//! otherwise (R8, unaligned rows, build_sat()'s temporary scratch). Lean polling in the look-backs (only the lanes still waiting
-//! re-read a flag).
+//! otherwise (R8, unaligned rows, build_sat()'s temporary scratch). Lean polling in the look-backs
+//! (only the lanes still waiting re-read a flag).
 //! Look-back protocol: tagged descriptor words (no flags, no fences) for 4-byte tables whose scratch
 //! summed_area_table keeps (an epoch per build, so nothing but the counter is cleared); flags
 //! otherwise: 8-byte tables, and build_sat()'s temporary scratch, where tagged words would need the
@@ -71,16 +71,18 @@ void build_rows_then_columns_for_each(context& ctx, const In* image, Table* tabl
 //! their tiles straight from global memory, 73.5% -> 77% of copy at 4K, 78% at 8K as before
 //! (H100). Taken for 8-byte pixels of 4-byte channels or 4-channel u16 (RGBA16, RG32F, RG32U, two
 //! 16-byte units a lane): depth of field's two RGBA16 -> u32 tables at 4K, 0.192 -> 0.171 ms
-//! (H200, session 26). Not taken: R8 the same way (1-1.5 points slower), and the prefetching kernel (RGBA8 in
-//! canopy-sat-phases: the same at 4K, about 2 points more at 8K, but its 80 KB of dynamic shared
-//! memory beside 19 KB static would not fit sm_86's 99 KB a block). docs/sat.md, "Deferred stores".
+//! (H200, session 26). Not taken: R8 the same way (1-1.5 points slower), and the prefetching
+//! kernel (RGBA8 in canopy-sat-phases: the same at 4K, about 2 points more at 8K, but its 80 KB of
+//! dynamic shared memory beside 19 KB static would not fit sm_86's 99 KB a block). docs/sat.md,
+//! "Deferred stores".
 //! Needs a 16-byte aligned table with rows of whole 16-byte units, and two blocks per SM
 //! (dispatch_single_pass).
 template <class In, class Table, int C, detail::sat::look_back_protocol Protocol, bool Quads = false>
 struct single_pass_choice {
-  static constexpr bool prefetch = detail::sat::prefetch_units<In, C>() == 1;
-  static constexpr bool deferred = Protocol == detail::sat::look_back_protocol::tagged && !prefetch &&
-                                   (detail::sat::prefetch_units<In, C>() == 4 || detail::sat::prefetch_units<In, C>() == 2);
+  static constexpr int units = detail::sat::prefetch_units<In, C>();  //!< 16-byte units in a lane's row segment
+  static constexpr bool prefetch = units == 1;
+  static constexpr bool deferred =
+      Protocol == detail::sat::look_back_protocol::tagged && !prefetch && (units == 4 || units == 2);
   static constexpr bool persistent = prefetch || deferred;
   static_assert(!deferred || sizeof(Table) == 4, "tagged words hold 4-byte values");
   static constexpr auto order = detail::sat::tile_order::diagonal;

@@ -86,7 +86,8 @@ struct coc_and_layers {
     return {(p & 0xffu) * w | (((p >> 8) & 0xffu) * w) << 16, ((p >> 16) & 0xffu) * w | w << 16};
   }
   CANOPY_HD static void store(std::uint16_t* dst, layer_pixel v) {
-    const std::uint16_t h[4] = {std::uint16_t(v.lo), std::uint16_t(v.lo >> 16), std::uint16_t(v.hi), std::uint16_t(v.hi >> 16)};
+    const std::uint16_t h[4] = {std::uint16_t(v.lo), std::uint16_t(v.lo >> 16), std::uint16_t(v.hi),
+                                std::uint16_t(v.hi >> 16)};
     for (int k = 0; k < 4; ++k) dst[k] = h[k];
   }
 
