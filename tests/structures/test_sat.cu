@@ -3,6 +3,7 @@
 // error bound, both CUDA algorithms against the host backend, and argument errors.
 #include "common/backends.hpp"
 
+#include <canopy/core/for_each.hpp>
 #include <canopy/structures/detail/sat_functors.cuh>
 #include <canopy/structures/sat.hpp>
 
@@ -256,6 +257,25 @@ void every_pair(F&& f) {
   f(float{}, double{});
 }
 
+// box_sums() and box_sum() of the same view on the context's backend (in a kernel on CUDA), for
+// `boxes` (x0, y0, x1, y1 each): four values a box from each.
+template <class Table>
+struct box_sums_and_box_sum {
+  canopy::sat_view<Table> v;
+  const int* boxes;
+  Table* sums;  // box_sums
+  Table* each;  // box_sum channel by channel, 0 past the channels
+  CANOPY_HD void operator()(std::size_t i) const {
+    const int* b = boxes + 4 * i;
+    Table s[4];
+    v.box_sums(b[0], b[1], b[2], b[3], s);
+    for (int c = 0; c < 4; ++c) {
+      sums[4 * i + std::size_t(c)] = s[c];
+      each[4 * i + std::size_t(c)] = c < v.channels ? v.box_sum(b[0], b[1], b[2], b[3], c) : Table(0);
+    }
+  }
+};
+
 using canopy_test::expect_error;
 
 }  // namespace
@@ -372,6 +392,47 @@ TEST_P(SatTest, BoxFilterMatchesBruteForce) {
         ASSERT_NEAR(got[(std::size_t(y) * w + x) * c + k], s / n, 1e-3) << x << "," << y << "," << k;
       }
     }
+}
+
+TEST_P(SatTest, BoxSumsOfEveryChannelMatchBoxSum) {
+  // box_sums() reads each corner's channels together (one 16-byte load on the GPU for 16-byte
+  // aligned 4-channel 4-byte tables); it must give box_sum()'s values for every table type and
+  // channel count, on random, clipped and empty boxes. The 4-channel tables are also read through
+  // a copy one element into its buffer, which the 16-byte loads must not take as aligned.
+  const int w = 37, h = 23;
+  std::vector<int> flat;
+  for (const box& b : random_boxes(w, h, 200, 21)) flat.insert(flat.end(), {b.x0, b.y0, b.x1, b.y1});
+  auto boxes = upload(flat);
+  const std::size_t n = flat.size() / 4;
+  every_pair([&](auto in, auto table) {
+    using In = decltype(in);
+    using Table = decltype(table);
+    for (int c = 1; c <= 4; ++c) {
+      const auto img = make_image<In>(w, h, c, distribution::uniform_full, 31 + c);
+      auto image = upload(img);
+      canopy::summed_area_table<Table> sat(ctx());
+      sat.template build<In>(image.view(), w, h, c);
+      canopy::buffer<Table> shifted(ctx(), sat.table().size() + 1);
+      canopy::copy(ctx(), sat.table(), shifted.view().subspan(1, sat.table().size()));
+      for (int pass = 0; pass < (c == 4 ? 2 : 1); ++pass) {
+        SCOPED_TRACE((label<In, Table>(w, h, c, canopy::sat_algorithm::automatic, distribution::uniform_full) +
+                      (pass ? " (table one element into its buffer)" : "")));
+        canopy::sat_view<Table> v = sat.view();
+        if (pass) v.table = shifted.data() + 1;
+        canopy::buffer<Table> sums(ctx(), 4 * n), each(ctx(), 4 * n);
+        canopy::for_each(ctx(), n, box_sums_and_box_sum<Table>{v, boxes.data(), sums.data(), each.data()});
+        const auto a = sums.to_host(), b = each.to_host();
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          const bool same = std::is_floating_point_v<Table> ? std::fabs(double(a[i]) - double(b[i])) <=
+                                                                   4 * std::numeric_limits<Table>::epsilon() * std::fabs(double(b[i]))
+                                                             : a[i] == b[i];
+          if (!same && bad++ < 5) ADD_FAILURE() << "box " << i / 4 << " channel " << i % 4 << ": " << a[i] << " vs " << b[i];
+        }
+        EXPECT_EQ(bad, 0u);
+      }
+    }
+  });
 }
 
 TEST_P(SatTest, ZeroSizedImagesBuildNothing) {

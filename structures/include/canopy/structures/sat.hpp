@@ -133,6 +133,30 @@ struct sat_view {
     }
   }
 
+  //! Sums of every channel over the clipped box: out[c] = box_sum(x0, y0, x1, y1, c) for c <
+  //! channels, bit for bit, and 0 for the rest of out. Reads each of the four corners' channels
+  //! together: on the GPU a 4-channel 4-byte table (u32, f32) whose corner is 16-byte aligned, as
+  //! every table of summed_area_table and build_sat into a canopy buffer is, takes one 16-byte load
+  //! a corner instead of four 4-byte loads.
+  CANOPY_HD void box_sums(int x0, int y0, int x1, int y1, Table (&out)[4]) const {
+    clip(x0, y0, x1, y1);
+    for (int c = 0; c < 4; ++c) out[c] = Table(0);
+    if (x0 > x1 || y0 > y1) return;
+    Table a[4], b[4], d[4], e[4];
+    pixel(x1, y1, a);
+    pixel(x0 - 1, y1, b);
+    pixel(x1, y0 - 1, d);
+    pixel(x0 - 1, y0 - 1, e);
+    for (int c = 0; c < channels && c < 4; ++c) {
+      const Table s = a[c] - b[c] - d[c] + e[c];
+      if constexpr (sat_has_offset_v<Table>) {
+        out[c] = s + offset[c] * Table(std::int64_t(x1 - x0 + 1) * std::int64_t(y1 - y0 + 1));
+      } else {
+        out[c] = s;
+      }
+    }
+  }
+
   //! Mean of channel c over the clipped box; 0 when it is empty.
   CANOPY_HD double box_mean(int x0, int y0, int x1, int y1, int c) const {
     const std::int64_t area = box_area(x0, y0, x1, y1);
@@ -140,6 +164,26 @@ struct sat_view {
   }
 
  private:
+  //! S(x, y, c) for c < channels into p (zeros left of or above the image, and past channels).
+  CANOPY_HD void pixel(int x, int y, Table (&p)[4]) const {
+    for (int c = 0; c < 4; ++c) p[c] = Table(0);
+    if (x < 0 || y < 0) return;
+    const Table* q = table + (std::size_t(y) * std::size_t(width) + std::size_t(x)) * std::size_t(channels);
+#if defined(__CUDA_ARCH__)
+    if constexpr (sizeof(Table) == 4) {
+      if (channels == 4 && reinterpret_cast<std::uintptr_t>(q) % 16 == 0) {
+        const uint4 v = *reinterpret_cast<const uint4*>(q);
+        const std::uint32_t w[4] = {v.x, v.y, v.z, v.w};
+        for (int c = 0; c < 4; ++c) {
+          if constexpr (std::is_same_v<Table, float>) p[c] = __uint_as_float(w[c]);
+          else p[c] = Table(w[c]);
+        }
+        return;
+      }
+    }
+#endif
+    for (int c = 0; c < channels && c < 4; ++c) p[c] = q[c];
+  }
   CANOPY_HD void clip(int& x0, int& y0, int& x1, int& y1) const {
     x0 = x0 < 0 ? 0 : x0;
     y0 = y0 < 0 ? 0 : y0;

@@ -170,10 +170,9 @@ struct kernel_sum {
 
 CANOPY_HD inline void add_box(const sat_view<std::uint32_t>& v, int x0, int y0, int x1, int y1, int sign,
                               kernel_sum& k) {
-  for (int c = 0; c < 4; ++c) {
-    const std::uint32_t b = v.box_sum(x0, y0, x1, y1, c);
-    k.s[c] = sign > 0 ? k.s[c] + b : k.s[c] - b;
-  }
+  std::uint32_t b[4];
+  v.box_sums(x0, y0, x1, y1, b);
+  for (int c = 0; c < 4; ++c) k.s[c] = sign > 0 ? k.s[c] + b[c] : k.s[c] - b[c];
   const std::uint32_t a = std::uint32_t(v.box_area(x0, y0, x1, y1));
   k.area = sign > 0 ? k.area + a : k.area - a;
 }

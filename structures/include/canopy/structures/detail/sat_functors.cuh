@@ -176,8 +176,11 @@ struct box_filter_pixel {
     const int x = int(i % std::size_t(sat.width));
     const int y = int(i / std::size_t(sat.width));
     const int r = radius[i] > 0 ? radius[i] : 0;
+    Table s[4];
+    sat.box_sums(x - r, y - r, x + r, y + r, s);
+    const double area = double(sat.box_area(x - r, y - r, x + r, y + r));
     for (int c = 0; c < sat.channels; ++c)
-      out[i * std::size_t(sat.channels) + std::size_t(c)] = float(sat.box_mean(x - r, y - r, x + r, y + r, c));
+      out[i * std::size_t(sat.channels) + std::size_t(c)] = area > 0 ? float(double(s[c]) / area) : 0.f;
   }
 };
 
