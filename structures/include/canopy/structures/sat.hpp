@@ -4,6 +4,7 @@
 //   sat.build(image_rgba8, width, height, 4);              // every frame; buffers are kept
 //   auto v = sat.view();                                    // CANOPY_HD, pass it to kernels
 //   std::uint32_t s = v.box_sum(x0, y0, x1, y1, channel);   // inclusive box, O(1)
+//   std::uint32_t all[4]; v.box_sums(x0, y0, x1, y1, all);  // every channel at once
 //
 // Layout. Images and tables are tightly packed, row-major, channels interleaved: element
 // (x, y, c) sits at index (y * width + x) * channels + c. The table is inclusive:
