@@ -1,7 +1,7 @@
 // bench/common/bench_common.hpp — what every canopy benchmark program shares: checked numeric
 // flags, median timing, JSON text and the commit a result is recorded under. Header only; a
-// program gets it by linking canopy_bench_common (bench/common/CMakeLists.txt), which also sets
-// the configure-time commit.
+// program gets it by linking canopy_bench_common (bench/common/CMakeLists.txt), which also
+// generates the build-time commit header.
 //
 // [SECTION] command line   parse_integer, parse_int, parse_uint64, split_list, command_line;
 //                          bad_flag -> exit status 2
@@ -28,6 +28,9 @@
 #include <string>
 #include <vector>
 
+#if __has_include("canopy_bench_commit.hpp")
+#include "canopy_bench_commit.hpp"  // generated at build time (bench/common/write_commit.cmake)
+#endif
 #ifndef CANOPY_BENCH_COMMIT
 #define CANOPY_BENCH_COMMIT "unknown"
 #endif
@@ -361,8 +364,9 @@ inline std::string json_number(double v) {
 // [SECTION] provenance
 
 //! The commit a result is recorded under: `given` (a --commit flag) when not empty, else the
-//! CANOPY_COMMIT environment variable, else the commit at configure time (the GPU machine's copy
-//! of the tree has no .git), else "unknown".
+//! CANOPY_COMMIT environment variable, else the source tree's commit when the program was built
+//! (with "-dirty" where tracked files differed from it), else "unknown". A copy of the tree without
+//! its current .git records a wrong or unknown commit: set CANOPY_COMMIT there.
 inline std::string commit_id(const std::string& given = std::string()) {
   if (!given.empty()) return given;
   if (const char* c = std::getenv("CANOPY_COMMIT"); c && *c) return c;
