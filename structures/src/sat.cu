@@ -407,8 +407,9 @@ void launch_tiles(context& ctx, const In* image, Table* table, int width, int he
 bool quads_pay(const void* image, const void* table, int width, int height) {
   const int choice = detail::sat::testing().quad_choice.load();
   if (choice == detail::sat::testing_hooks::region_never) return false;
-  if (width % 16 != 0 || reinterpret_cast<std::uintptr_t>(image) % 16 != 0 ||
-      reinterpret_cast<std::uintptr_t>(table) % 16 != 0)
+  // The quads' rows (width bytes) and the table's (4 width bytes) as whole aligned 16-byte units.
+  if (!detail::sat::whole_unit_rows(image, std::size_t(width)) ||
+      !detail::sat::whole_unit_rows(table, 4 * std::size_t(width)))
     return false;
   return choice == detail::sat::testing_hooks::region_always || std::size_t(width) * std::size_t(height) >= 3000000;
 }
