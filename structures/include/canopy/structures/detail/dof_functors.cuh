@@ -96,8 +96,9 @@ struct coc_and_layers {
     const float c = coc_diameter_px(lens, depth[i], width);
     coc[i] = c;
     const layer_weights w = weights(c);
-    store(far_layer + 4 * i, pixel(colour[i], w.far));
-    if (near_field) store(near_layer + 4 * i, pixel(colour[i], w.near));
+    const std::uint32_t p = colour[i];
+    store(far_layer + 4 * i, pixel(p, w.far));
+    if (near_field) store(near_layer + 4 * i, pixel(p, w.near));
   }
 };
 
