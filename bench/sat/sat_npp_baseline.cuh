@@ -74,7 +74,7 @@ class integral {
  private:
   Npp8u* plane(int c) { return planes_.data() + std::size_t(c) * std::size_t(w_) * std::size_t(h_); }
   void integrate(const Npp8u* src, int c) {
-    Npp32s* dst = table_.data() + std::size_t(c) * std::size_t(w_ + 1) * std::size_t(h_ + 1);
+    Npp32s* dst = table_.data() + index(-1, -1, c);  // the plane's first entry
     check(nppiIntegral_8u32s_C1R_Ctx(src, w_, dst, (w_ + 1) * int(sizeof(Npp32s)), NppiSize{w_, h_}, 0, npp_),
           "nppiIntegral_8u32s_C1R_Ctx");
   }
