@@ -590,34 +590,30 @@ TEST_F(CudaSat, RowsOfWhole16ByteUnitsTakeThePrefetchPath) {
   // persistent prefetching kernel (cp.async into shared memory): RGBA8, RG16, R32F, R32U; RGBA32F
   // and RGBA32U (16-byte pixels, 64 bytes a segment), and RGBA16, RG32F and RG32U (32 bytes a
   // segment), through the persistent kernel with deferred stores (where two blocks fit on an SM;
-  // one tile per block otherwise), and are checked here at the same shapes. These sizes cover partial tiles on the right and at the bottom, single rows and
-  // columns, and more tiles than an H100 or H200 holds blocks of the persistent kernel (each block
-  // loops over tiles): 315 tiles at 516 x 2000 and 594 at 1028 x 2100 (264 blocks at 2 per SM).
+  // one tile per block otherwise), and are checked here at the same shapes. These sizes cover
+  // partial tiles on the right and at the bottom, single rows and columns, and more tiles than an
+  // H100 or H200 holds blocks of the persistent kernel (each block loops over tiles): 315 tiles at
+  // 516 x 2000 and 594 at 1028 x 2100 (264 blocks at 2 per SM).
   const std::vector<std::pair<int, int>> sizes = {{4, 1}, {4, 97}, {132, 33}, {1028, 67}, {516, 2000}, {1028, 2100}};
+  // One single-pass build of In -> Table with c channels at w x h, checked.
+  const auto single_pass = [&](auto in, auto table, int w, int h, int c, std::uint64_t seed) {
+    check_case<decltype(in), decltype(table)>(ctx(), w, h, c, canopy::sat_algorithm::single_pass,
+                                              distribution::uniform_full, seed, 12);
+  };
+  auto& hooks = canopy::detail::sat::testing();
   for (auto [w, h] : sizes) {
     const std::uint64_t seed = std::uint64_t(w) * 17 + h;
-    check_case<std::uint8_t, std::uint32_t>(ctx(), w, h, 4, canopy::sat_algorithm::single_pass,
-                                            distribution::uniform_full, seed, 12);
-    check_case<std::uint16_t, std::uint32_t>(ctx(), w, h, 2, canopy::sat_algorithm::single_pass,
-                                             distribution::uniform_full, seed + 1, 12);
-    check_case<std::uint8_t, std::uint64_t>(ctx(), w, h, 4, canopy::sat_algorithm::single_pass,
-                                            distribution::uniform_full, seed + 2, 12);
-    check_case<float, float>(ctx(), w, h, 1, canopy::sat_algorithm::single_pass, distribution::uniform_full,
-                             seed + 3, 12);
-    check_case<std::uint32_t, std::uint32_t>(ctx(), w, h, 1, canopy::sat_algorithm::single_pass,
-                                             distribution::uniform_full, seed + 4, 12);
-    check_case<float, float>(ctx(), w, h, 4, canopy::sat_algorithm::single_pass, distribution::uniform_full,
-                             seed + 5, 12);
-    check_case<std::uint32_t, std::uint32_t>(ctx(), w, h, 4, canopy::sat_algorithm::single_pass,
-                                             distribution::uniform_full, seed + 6, 12);
-    auto& hooks = canopy::detail::sat::testing();
+    single_pass(std::uint8_t{}, std::uint32_t{}, w, h, 4, seed);
+    single_pass(std::uint16_t{}, std::uint32_t{}, w, h, 2, seed + 1);
+    single_pass(std::uint8_t{}, std::uint64_t{}, w, h, 4, seed + 2);
+    single_pass(float{}, float{}, w, h, 1, seed + 3);
+    single_pass(std::uint32_t{}, std::uint32_t{}, w, h, 1, seed + 4);
+    single_pass(float{}, float{}, w, h, 4, seed + 5);
+    single_pass(std::uint32_t{}, std::uint32_t{}, w, h, 4, seed + 6);
     const unsigned long long deferred_before = hooks.deferred_launches;
-    check_case<std::uint16_t, std::uint32_t>(ctx(), w, h, 4, canopy::sat_algorithm::single_pass,
-                                             distribution::uniform_full, seed + 7, 12);
-    check_case<float, float>(ctx(), w, h, 2, canopy::sat_algorithm::single_pass, distribution::uniform_full,
-                             seed + 8, 12);
-    check_case<std::uint32_t, std::uint32_t>(ctx(), w, h, 2, canopy::sat_algorithm::single_pass,
-                                             distribution::uniform_full, seed + 9, 12);
+    single_pass(std::uint16_t{}, std::uint32_t{}, w, h, 4, seed + 7);
+    single_pass(float{}, float{}, w, h, 2, seed + 8);
+    single_pass(std::uint32_t{}, std::uint32_t{}, w, h, 2, seed + 9);
     // Every sm_90 device fits two blocks of the deferred-store kernel on an SM.
     if (ctx().device().compute_capability_major >= 9)
       EXPECT_EQ(hooks.deferred_launches - deferred_before, 3u) << "RGBA16, RG32F and RG32U ran the deferred-store kernel";
