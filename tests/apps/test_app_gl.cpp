@@ -126,6 +126,70 @@ void check_reader_against_read_back(canopy::context& ctx) {
   EXPECT_EQ(depth_differs, 0u);
   EXPECT_GT(drawn, n / 10) << "the triangles should cover part of the target";
   EXPECT_GT(background, n / 10) << "the background should show around them";
+
+  // The same two textures read under one interop_mapping (one map and one unmap on CUDA), into
+  // cleared buffers.
+  canopy::buffer<std::uint32_t> c2(ctx, n);
+  canopy::buffer<float> d2(ctx, n);
+  c2.fill_bytes(0);
+  d2.fill_bytes(0xff);
+  {
+    app::interop_mapping maps;
+    maps.add(colour).add(depth);
+    maps.map();
+    colour.read(c2.view());
+    depth.read(d2.view());
+    maps.unmap();
+  }
+  std::vector<std::uint32_t> hc2(n);
+  std::vector<float> hd2(n);
+  canopy::copy(ctx, canopy::span<const std::uint32_t>(c2.view()), canopy::host_span(hc2.data(), n));
+  canopy::copy(ctx, canopy::span<const float>(d2.view()), canopy::host_span(hd2.data(), n));
+  ctx.synchronize();
+  const std::vector<std::uint32_t> top_c2 = flipped(hc2, w, h);
+  const std::vector<float> top_d2 = flipped(hd2, w, h);
+  std::size_t colour_differs2 = 0, depth_differs2 = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    colour_differs2 += top_c2[i] != gl_colour[i];
+    depth_differs2 += std::memcmp(&top_d2[i], &gl_depth[i], 4) != 0;
+  }
+  EXPECT_EQ(colour_differs2, 0u) << "under interop_mapping";
+  EXPECT_EQ(depth_differs2, 0u) << "under interop_mapping";
+}
+
+// GL's copy of a shared_image's texture (row 0 = the image's top row, as upload() puts it).
+std::vector<std::uint32_t> texture_pixels(const app::shared_image& im) {
+  std::vector<std::uint32_t> out(std::size_t(im.width()) * std::size_t(im.height()));
+  glPixelStorei(GL_PACK_ALIGNMENT, 4);
+  glGetTextureImage(im.gl_name(), 0, GL_RGBA, GL_UNSIGNED_BYTE, GLsizei(out.size() * 4), out.data());
+  app::gl_check("texture_pixels");
+  return out;
+}
+
+// shared_image::upload, on its own and under an interop_mapping, against GL's read-back of the
+// texture, on `ctx`'s backend. Two different patterns, so that the second upload must land.
+void check_image_upload(canopy::context& ctx) {
+  gl();
+  const int w = 37, h = 23;
+  const std::size_t n = std::size_t(w) * h;
+  app::shared_image im(ctx);
+  im.resize(w, h);
+  for (std::uint32_t salt : {1u, 2u}) {
+    std::vector<std::uint32_t> pattern(n);
+    for (std::size_t i = 0; i < n; ++i) pattern[i] = std::uint32_t(i * 2654435761u) ^ (salt * 0x9e3779b9u);
+    canopy::buffer<std::uint32_t> px(ctx, n);
+    canopy::copy(ctx, canopy::span<const std::uint32_t>(pattern.data(), n, canopy::memory_space::host), px.view());
+    if (salt == 1) {
+      im.upload(px.view());
+    } else {
+      app::interop_mapping maps;
+      maps.add(im);
+      maps.map();
+      im.upload(px.view());
+    }  // the destructor unmaps
+    ctx.synchronize();
+    EXPECT_EQ(texture_pixels(im), pattern) << (salt == 1 ? "upload()" : "upload() under interop_mapping");
+  }
 }
 
 TEST(AppGl, TextureReaderMatchesGlReadBackOnTheHost) {
@@ -180,6 +244,121 @@ TEST(AppGl, TextureReaderRefusesBadUseByName) {
   r.read(px.view());  // the right call still works after refusals
 }
 
+TEST(AppGl, SharedImageUploadsOnTheHost) {
+  canopy::context ctx(canopy::backend_request::host);
+  check_image_upload(ctx);
+}
+
+// A shared_buffer written through an interop_mapping, on `ctx`'s backend: the kernels' bytes (a
+// canopy copy into the mapped span) reach GL, and so does a second frame's, through the same
+// mapping mapped again.
+void check_buffer_under_mapping(canopy::context& ctx) {
+  gl();
+  app::shared_buffer<std::uint32_t> a(ctx), b(ctx);
+  a.reserve(100);
+  b.reserve(7);
+  app::interop_mapping maps;
+  maps.add(a).add(b);
+  for (std::uint32_t frame : {1u, 2u}) {
+    std::vector<std::uint32_t> va(100), vb(7);
+    for (std::size_t i = 0; i < va.size(); ++i) va[i] = std::uint32_t(i * 40503u) + frame;
+    for (std::size_t i = 0; i < vb.size(); ++i) vb[i] = 0xabc00000u + std::uint32_t(i) + frame;
+    maps.map();
+    canopy::span<std::uint32_t> ma = a.map(), mb = b.map();
+    canopy::copy(ctx, canopy::span<const std::uint32_t>(va.data(), va.size(), canopy::memory_space::host), ma.first(100));
+    canopy::copy(ctx, canopy::span<const std::uint32_t>(vb.data(), vb.size(), canopy::memory_space::host), mb.first(7));
+    ctx.synchronize();
+    a.unmap(100);
+    b.unmap(7);
+    maps.unmap();
+    std::vector<std::uint32_t> ga(100), gb(7);
+    glGetNamedBufferSubData(a.gl_name(), 0, GLsizeiptr(ga.size() * 4), ga.data());
+    glGetNamedBufferSubData(b.gl_name(), 0, GLsizeiptr(gb.size() * 4), gb.data());
+    app::gl_check("check_buffer_under_mapping");
+    EXPECT_EQ(ga, va) << "frame " << frame;
+    EXPECT_EQ(gb, vb) << "frame " << frame;
+  }
+}
+
+TEST(AppGl, SharedBufferUnderAnInteropMappingOnTheHost) {
+  canopy::context ctx(canopy::backend_request::host);
+  check_buffer_under_mapping(ctx);
+}
+
+TEST(AppGl, InteropMappingRefusesBadUseByName) {
+  canopy::context ctx(canopy::backend_request::host), other(canopy::backend_request::host);
+  app::render_target target = depth_copy_target(16, 8);
+  app::texture_reader colour(ctx), depth(ctx), elsewhere(other), empty(ctx);
+  colour.attach(target.color_texture(), GL_RGBA8, 16, 8);
+  depth.attach(target.depth_copy_texture(), GL_R32F, 16, 8);
+  elsewhere.attach(target.color_texture(), GL_RGBA8, 16, 8);
+  app::shared_image shown(ctx), unsized(ctx);
+  shown.resize(16, 8);
+  app::shared_buffer<std::uint32_t> boxes(ctx), unreserved(ctx);
+  boxes.reserve(10);
+  {
+    app::interop_mapping m;
+    m.add(colour);
+    expect_refused([&] { m.add(colour); }, "added before (entry 0)");
+    expect_refused([&] { m.add(elsewhere); }, "another context");
+    EXPECT_EQ(m.size(), 1u);
+  }
+  const auto refused_map = [&](auto& object, const std::string& part) {
+    app::interop_mapping m;
+    m.add(colour).add(object);
+    expect_refused([&] { m.map(); }, "entry 1");
+    expect_refused([&] { m.map(); }, part);
+    EXPECT_FALSE(m.mapped());
+  };
+  refused_map(empty, "no texture attached");
+  refused_map(unsized, "never resized");
+  refused_map(unreserved, "never reserved");
+  boxes.map();
+  refused_map(boxes, "mapped by its own map()");
+  boxes.unmap(0);
+  {
+    app::interop_mapping maps, second;
+    maps.add(colour).add(depth).add(shown).add(boxes);
+    second.add(depth);
+    maps.map();
+    EXPECT_TRUE(maps.mapped());
+    expect_refused([&] { maps.map(); }, "is mapped already");
+    expect_refused([&] { maps.add(empty); }, "is mapped");
+    expect_refused([&] { maps.clear(); }, "unmap() first");
+    expect_refused([&] { second.map(); }, "held by another interop_mapping");
+    expect_refused([&] { colour.attach(target.color_texture(), GL_RGBA8, 16, 8); }, "held by an interop_mapping");
+    expect_refused([&] { shown.resize(32, 8); }, "held by an interop_mapping");
+    expect_refused([&] { boxes.reserve(1000); }, "held by an interop_mapping");
+    boxes.map();
+    expect_refused([&] { maps.unmap(); }, "not been ended by its unmap()");
+    EXPECT_TRUE(maps.mapped());
+    boxes.unmap(0);
+    maps.unmap();
+    maps.unmap();  // a second unmap does nothing
+    EXPECT_FALSE(maps.mapped());
+    colour.attach(target.color_texture(), GL_RGBA8, 16, 8);  // free again
+    boxes.reserve(1000);
+    second.map();  // depth is free for another mapping now
+    second.unmap();
+    maps.map();  // again, with boxes re-registered by its growth
+    maps.unmap();
+    maps.clear();
+    EXPECT_EQ(maps.size(), 0u);
+    maps.add(elsewhere);  // a cleared mapping takes another context
+  }
+  {
+    app::interop_mapping left_mapped;
+    left_mapped.add(shown).add(boxes);
+    left_mapped.map();
+    boxes.map();
+  }  // the destructor unmaps and ends the buffer's use left open
+  boxes.reserve(10);
+  shown.resize(16, 8);
+  app::interop_mapping nothing;
+  nothing.map();  // no objects: nothing to do
+  nothing.unmap();
+}
+
 TEST(AppGl, LoadProgramPutsDefinesAfterTheVersionLine) {
   gl();
   char tmpl[] = "/tmp/canopy-shaders-XXXXXX";
@@ -215,6 +394,16 @@ class CudaAppGl : public ::testing::Test {
 TEST_F(CudaAppGl, TextureReaderMatchesGlReadBack) {
   canopy::context ctx(canopy::backend_request::cuda);
   check_reader_against_read_back(ctx);
+}
+
+TEST_F(CudaAppGl, SharedImageUploads) {
+  canopy::context ctx(canopy::backend_request::cuda);
+  check_image_upload(ctx);
+}
+
+TEST_F(CudaAppGl, SharedBufferUnderAnInteropMapping) {
+  canopy::context ctx(canopy::backend_request::cuda);
+  check_buffer_under_mapping(ctx);
 }
 
 TEST_F(CudaAppGl, TextureReaderRefusesHostMemory) {

@@ -10,6 +10,8 @@
 #endif
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 namespace canopy::app {
 
@@ -59,14 +61,14 @@ interop_buffer::~interop_buffer() {
 
 void interop_buffer::release() {
 #if CANOPY_HAS_CUDA
-  if (resource_) {
-    if (mapped_) {
-      cudaGraphicsResource_t r = as_resource(resource_);
-      CANOPY_CUDA_CHECK(cudaGraphicsUnmapResources(1, &r, ctx_->stream()));
+  if (slot_.resource) {
+    if (mapped_ && !slot_.holder) {
+      cudaGraphicsResource_t r = as_resource(slot_.resource);
+      CANOPY_CUDA_CHECK(cudaGraphicsUnmapResources(1, &r, slot_.ctx->stream()));
       mapped_ = false;
     }
-    CANOPY_CUDA_CHECK(cudaGraphicsUnregisterResource(as_resource(resource_)));
-    resource_ = nullptr;
+    CANOPY_CUDA_CHECK(cudaGraphicsUnregisterResource(as_resource(slot_.resource)));
+    slot_.resource = nullptr;
   }
 #endif
   gl_.reset();
@@ -75,6 +77,7 @@ void interop_buffer::release() {
 
 void interop_buffer::reserve(std::size_t bytes) {
   require(!mapped_, "canopy::app::interop_buffer::reserve", "this", "buffer is mapped");
+  require(slot_.holder == nullptr, "canopy::app::interop_buffer::reserve", "this", "is held by an interop_mapping");
   reserved_ = bytes;
   if (bytes <= capacity_ && gl_) return;
   release();
@@ -82,13 +85,13 @@ void interop_buffer::reserve(std::size_t bytes) {
   const std::size_t cap = std::max<std::size_t>(bytes + bytes / 2, 256);
   gl_ = make_buffer(cap);
   capacity_ = cap;
-  if (ctx_->is_cuda()) {
+  if (slot_.ctx->is_cuda()) {
 #if CANOPY_HAS_CUDA
     cudaGraphicsResource_t r = nullptr;
     const unsigned flags = access_ == interop_access::kernels_read ? cudaGraphicsRegisterFlagsReadOnly
                                                                     : cudaGraphicsRegisterFlagsWriteDiscard;
     CANOPY_CUDA_CHECK(cudaGraphicsGLRegisterBuffer(&r, gl_.get(), flags));
-    resource_ = r;
+    slot_.resource = r;
 #endif
   } else {
     staging_.assign(cap, 0);
@@ -98,10 +101,11 @@ void interop_buffer::reserve(std::size_t bytes) {
 void* interop_buffer::map() {
   require(gl_ && !mapped_, "canopy::app::interop_buffer::map", "this", "not reserved, or already mapped");
   mapped_ = true;
-  if (ctx_->is_cuda()) {
+  if (slot_.ctx->is_cuda()) {
 #if CANOPY_HAS_CUDA
-    cudaGraphicsResource_t r = as_resource(resource_);
-    CANOPY_CUDA_CHECK(cudaGraphicsMapResources(1, &r, ctx_->stream()));
+    if (slot_.holder) return slot_.mapped;  // the interop_mapping's
+    cudaGraphicsResource_t r = as_resource(slot_.resource);
+    CANOPY_CUDA_CHECK(cudaGraphicsMapResources(1, &r, slot_.ctx->stream()));
     void* ptr = nullptr;
     std::size_t size = 0;
     CANOPY_CUDA_CHECK(cudaGraphicsResourceGetMappedPointer(&ptr, &size, r));
@@ -121,10 +125,11 @@ void interop_buffer::unmap(std::size_t bytes_written) {
   require(access_ == interop_access::kernels_write || bytes_written == 0, "canopy::app::interop_buffer::unmap",
           "bytes_written", "must be 0 for a kernels_read buffer (kernels do not write it)");
   mapped_ = false;
-  if (ctx_->is_cuda()) {
+  if (slot_.ctx->is_cuda()) {
 #if CANOPY_HAS_CUDA
-    cudaGraphicsResource_t r = as_resource(resource_);
-    CANOPY_CUDA_CHECK(cudaGraphicsUnmapResources(1, &r, ctx_->stream()));
+    if (slot_.holder) return;  // the interop_mapping unmaps
+    cudaGraphicsResource_t r = as_resource(slot_.resource);
+    CANOPY_CUDA_CHECK(cudaGraphicsUnmapResources(1, &r, slot_.ctx->stream()));
 #endif
     return;
   }
@@ -139,20 +144,21 @@ shared_image::~shared_image() {
 }
 
 void shared_image::release() {
-  unregister(resource_);
+  unregister(slot_.resource);
   tex_.reset();
 }
 
 void shared_image::resize(int width, int height) {
   require(width > 0 && height > 0, "canopy::app::shared_image::resize", "width/height", "must be positive");
+  require(slot_.holder == nullptr, "canopy::app::shared_image::resize", "this", "is held by an interop_mapping");
   if (width == width_ && height == height_ && tex_) return;
   release();
   tex_ = make_texture_2d(GL_RGBA8, width, height);
   width_ = width;
   height_ = height;
-  if (ctx_->is_cuda()) {
+  if (slot_.ctx->is_cuda()) {
 #if CANOPY_HAS_CUDA
-    resource_ = register_image(tex_.get(), cudaGraphicsRegisterFlagsWriteDiscard);
+    slot_.resource = register_image(tex_.get(), cudaGraphicsRegisterFlagsWriteDiscard);
 #endif
   }
 }
@@ -160,14 +166,19 @@ void shared_image::resize(int width, int height) {
 void shared_image::upload(span<const std::uint32_t> pixels) {
   require(pixels.size() == std::size_t(width_) * height_, "canopy::app::shared_image::upload", "pixels",
           "must hold width * height pixels");
-  check_span(pixels, ctx_->space(), "canopy::app::shared_image::upload", "pixels");
-  if (ctx_->is_cuda()) {
+  check_span(pixels, slot_.ctx->space(), "canopy::app::shared_image::upload", "pixels");
+  if (slot_.ctx->is_cuda()) {
 #if CANOPY_HAS_CUDA
     const std::size_t pitch = std::size_t(width_) * 4;
-    with_mapped_array(resource_, ctx_->stream(), [&](cudaArray_t array) {
+    const cudaStream_t stream = slot_.ctx->stream();
+    const auto copy = [&](cudaArray_t array) {
       CANOPY_CUDA_CHECK(cudaMemcpy2DToArrayAsync(array, 0, 0, pixels.data(), pitch, pitch, std::size_t(height_),
-                                                 cudaMemcpyDeviceToDevice, ctx_->stream()));
-    });
+                                                 cudaMemcpyDeviceToDevice, stream));
+    };
+    if (slot_.holder)
+      copy(static_cast<cudaArray_t>(slot_.mapped));
+    else
+      with_mapped_array(slot_.resource, stream, copy);
 #endif
     return;
   }
@@ -183,7 +194,7 @@ texture_reader::~texture_reader() {
 }
 
 void texture_reader::release() {
-  unregister(resource_);
+  unregister(slot_.resource);
   texture_ = 0;
 }
 
@@ -193,10 +204,11 @@ void texture_reader::attach(GLuint texture, GLenum internal_format, int width, i
   require(internal_format == GL_RGBA8 || internal_format == GL_R32F, where, "internal_format",
           "must be GL_RGBA8 or GL_R32F (CUDA cannot register depth formats: read a render_target's depth copy)");
   require(width > 0 && height > 0, where, "width/height", "must be positive");
+  require(slot_.holder == nullptr, where, "this", "is held by an interop_mapping");
   release();
-  if (ctx_->is_cuda()) {
+  if (slot_.ctx->is_cuda()) {
 #if CANOPY_HAS_CUDA
-    resource_ = register_image(texture, cudaGraphicsRegisterFlagsReadOnly);
+    slot_.resource = register_image(texture, cudaGraphicsRegisterFlagsReadOnly);
 #endif
   }
   texture_ = texture;
@@ -206,12 +218,12 @@ void texture_reader::attach(GLuint texture, GLenum internal_format, int width, i
 }
 
 void texture_reader::read(span<std::uint32_t> out) {
-  check_span(out, ctx_->space(), "canopy::app::texture_reader::read", "out");
+  check_span(out, slot_.ctx->space(), "canopy::app::texture_reader::read", "out");
   read_bytes(GL_RGBA8, out.data(), out.size_bytes(), "out (RGBA8 pixels)");
 }
 
 void texture_reader::read(span<float> out) {
-  check_span(out, ctx_->space(), "canopy::app::texture_reader::read", "out");
+  check_span(out, slot_.ctx->space(), "canopy::app::texture_reader::read", "out");
   read_bytes(GL_R32F, out.data(), out.size_bytes(), "out (R32F floats)");
 }
 
@@ -223,12 +235,17 @@ void texture_reader::read_bytes(GLenum internal_format, void* out, std::size_t b
                               : "does not match the attached GL_R32F texture (read into floats)");
   const std::size_t row = std::size_t(width_) * 4;
   require(bytes == row * std::size_t(height_), fn, what, "must hold width * height elements of the attached texture");
-  if (ctx_->is_cuda()) {
+  if (slot_.ctx->is_cuda()) {
 #if CANOPY_HAS_CUDA
-    with_mapped_array(resource_, ctx_->stream(), [&](cudaArray_t array) {
+    const cudaStream_t stream = slot_.ctx->stream();
+    const auto copy = [&](cudaArray_t array) {
       CANOPY_CUDA_CHECK(cudaMemcpy2DFromArrayAsync(out, row, array, 0, 0, row, std::size_t(height_),
-                                                   cudaMemcpyDeviceToDevice, ctx_->stream()));
-    });
+                                                   cudaMemcpyDeviceToDevice, stream));
+    };
+    if (slot_.holder)
+      copy(static_cast<cudaArray_t>(slot_.mapped));
+    else
+      with_mapped_array(slot_.resource, stream, copy);
 #endif
     return;
   }
@@ -238,6 +255,126 @@ void texture_reader::read_bytes(GLenum internal_format, void* out, std::size_t b
   else
     glGetTextureImage(texture_, 0, GL_RED, GL_FLOAT, GLsizei(bytes), out);
   gl_check("canopy::app::texture_reader::read (glGetTextureImage)");
+}
+
+detail::interop_slot& interop_mapping::slot_of(const entry& e) {
+  switch (e.k) {
+    case kind::buffer: return static_cast<interop_buffer*>(e.object)->slot_;
+    case kind::image: return static_cast<shared_image*>(e.object)->slot_;
+    default: return static_cast<texture_reader*>(e.object)->slot_;
+  }
+}
+
+interop_mapping::~interop_mapping() {
+  try {
+    release_all();
+  } catch (...) {
+    // Destructors must not throw; the CUDA error stays on the context for its next check.
+  }
+}
+
+interop_mapping& interop_mapping::add_entry(kind k, void* object, detail::interop_slot& slot) {
+  const char* fn = "canopy::app::interop_mapping::add";
+  require(!mapped_, fn, "this", "is mapped (unmap() before adding)");
+  require(ctx_ == nullptr || slot.ctx == ctx_, fn, "object", "has another context than the objects added before");
+  for (std::size_t j = 0; j < entries_.size(); ++j)
+    require(entries_[j].object != object, fn, "object", "was added before (entry " + std::to_string(j) + ")");
+  entries_.push_back(entry{k, object});
+  ctx_ = slot.ctx;
+  return *this;
+}
+
+interop_mapping& interop_mapping::add(interop_buffer& buffer) { return add_entry(kind::buffer, &buffer, buffer.slot_); }
+interop_mapping& interop_mapping::add(shared_image& image) { return add_entry(kind::image, &image, image.slot_); }
+interop_mapping& interop_mapping::add(texture_reader& reader) { return add_entry(kind::reader, &reader, reader.slot_); }
+
+void interop_mapping::map() {
+  const char* fn = "canopy::app::interop_mapping::map";
+  require(!mapped_, fn, "this", "is mapped already");
+  // Every check before anything is mapped or marked.
+  for (std::size_t k = 0; k < entries_.size(); ++k) {
+    const entry& e = entries_[k];
+    const detail::interop_slot& slot = slot_of(e);
+    const auto which = [&] { return "entry " + std::to_string(k); };
+    switch (e.k) {
+      case kind::buffer: {
+        const auto* b = static_cast<const interop_buffer*>(e.object);
+        if (!b->gl_) require(false, fn, which().c_str(), "is a buffer that was never reserved");
+        if (b->mapped_) require(false, fn, which().c_str(), "is a buffer mapped by its own map()");
+        break;
+      }
+      case kind::image:
+        if (!static_cast<const shared_image*>(e.object)->tex_)
+          require(false, fn, which().c_str(), "is a shared_image that was never resized");
+        break;
+      case kind::reader:
+        if (static_cast<const texture_reader*>(e.object)->texture_ == 0)
+          require(false, fn, which().c_str(), "is a texture_reader with no texture attached");
+        break;
+    }
+    if (slot.holder) require(false, fn, which().c_str(), "is held by another interop_mapping");
+  }
+  if (entries_.empty()) return;
+  if (ctx_->is_cuda()) {
+#if CANOPY_HAS_CUDA
+    std::vector<cudaGraphicsResource_t> rs(entries_.size());
+    for (std::size_t k = 0; k < rs.size(); ++k) rs[k] = as_resource(slot_of(entries_[k]).resource);
+    CANOPY_CUDA_CHECK(cudaGraphicsMapResources(int(rs.size()), rs.data(), ctx_->stream()));
+    try {
+      for (std::size_t k = 0; k < rs.size(); ++k) {
+        detail::interop_slot& slot = slot_of(entries_[k]);
+        if (slot.texture) {
+          cudaArray_t array = nullptr;
+          CANOPY_CUDA_CHECK(cudaGraphicsSubResourceGetMappedArray(&array, rs[k], 0, 0));
+          slot.mapped = array;
+        } else {
+          std::size_t size = 0;
+          CANOPY_CUDA_CHECK(cudaGraphicsResourceGetMappedPointer(&slot.mapped, &size, rs[k]));
+        }
+      }
+    } catch (...) {
+      // map() fails: leave nothing mapped or marked behind.
+      for (const entry& e : entries_) slot_of(e).mapped = nullptr;
+      cudaGraphicsUnmapResources(int(rs.size()), rs.data(), ctx_->stream());
+      throw;
+    }
+#endif
+  }
+  for (const entry& e : entries_) slot_of(e).holder = this;
+  mapped_ = true;
+}
+
+void interop_mapping::unmap() {
+  if (!mapped_) return;
+  for (std::size_t k = 0; k < entries_.size(); ++k)
+    if (entries_[k].k == kind::buffer && static_cast<const interop_buffer*>(entries_[k].object)->mapped_)
+      require(false, "canopy::app::interop_mapping::unmap", ("entry " + std::to_string(k)).c_str(),
+              "is a buffer whose map() has not been ended by its unmap()");
+  release_all();
+}
+
+void interop_mapping::release_all() {
+  if (!mapped_) return;
+  mapped_ = false;
+  for (const entry& e : entries_) {
+    detail::interop_slot& slot = slot_of(e);
+    slot.holder = nullptr;
+    slot.mapped = nullptr;
+    if (e.k == kind::buffer) static_cast<interop_buffer*>(e.object)->mapped_ = false;  // a use left open ends here
+  }
+  if (ctx_->is_cuda()) {
+#if CANOPY_HAS_CUDA
+    std::vector<cudaGraphicsResource_t> rs(entries_.size());
+    for (std::size_t k = 0; k < rs.size(); ++k) rs[k] = as_resource(slot_of(entries_[k]).resource);
+    CANOPY_CUDA_CHECK(cudaGraphicsUnmapResources(int(rs.size()), rs.data(), ctx_->stream()));
+#endif
+  }
+}
+
+void interop_mapping::clear() {
+  require(!mapped_, "canopy::app::interop_mapping::clear", "this", "is mapped (unmap() first)");
+  entries_.clear();
+  ctx_ = nullptr;
 }
 
 }  // namespace canopy::app
