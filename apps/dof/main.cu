@@ -3,7 +3,8 @@
 //
 // Parts: scene (canopy::app::animated_scene drawn as several copies at different distances),
 // capture (colour + linear depth from the GL render target into canopy buffers: app::texture_reader
-// copies the colour texture and the target's depth copy; on CUDA never through the host), depth of field
+// copies the colour texture and the target's depth copy, under one app::interop_mapping a frame
+// with the shown image; on CUDA never through the host), depth of field
 // (canopy::depth_of_field), view (final / raw / CoC map, uploaded with shared_image) and overlay.
 //
 //   canopy-dof [--backend host|cuda] [--focus M] [--f-number N] [--focal-length MM] [--kernel box|polygon]
@@ -114,9 +115,10 @@ struct coc_colours {
 };
 
 //! Reads the render target's colour and depth into canopy buffers in the context's space: two
-//! app::texture_readers copy the colour texture and the target's depth copy (GL rows), one for_each
-//! flips and linearises them. On CUDA they never pass through the host, nor through GL's
-//! glReadPixels, which took 2.25 ms of GL time on an H200 at 4K (apps/README.md).
+//! app::texture_readers copy the colour texture and the target's depth copy (GL rows) under the
+//! frame's app::interop_mapping, one for_each flips and linearises them. On CUDA they never pass
+//! through the host, nor through GL's glReadPixels, which took 2.25 ms of GL time on an H200 at 4K
+//! (apps/README.md).
 //! The target must have a depth copy (render_target::resize(w, h, true)).
 class capture_part {
  public:
@@ -124,22 +126,32 @@ class capture_part {
       : ctx_(&ctx), colour_(ctx, 0), depth_(ctx, 0), gl_colour_(ctx, 0), gl_depth_(ctx, 0), colour_reader_(ctx),
         depth_reader_(ctx), metres_(metres_per_unit) {}
 
-  void capture(const app::render_target& target, const app::camera& cam) {
-    const int w = target.width(), h = target.height();
-    const std::size_t n = std::size_t(w) * std::size_t(h);
+  //! Attaches the readers to `target` (again whenever it was reallocated) and sizes the buffers.
+  //! Before the frame's interop_mapping maps: attach() is refused while a reader is held.
+  void prepare(const app::render_target& target) {
+    w_ = target.width();
+    h_ = target.height();
+    const std::size_t n = std::size_t(w_) * std::size_t(h_);
     if (target.generation() != generation_) {
-      colour_reader_.attach(target.color_texture(), GL_RGBA8, w, h);
-      depth_reader_.attach(target.depth_copy_texture(), GL_R32F, w, h);
+      colour_reader_.attach(target.color_texture(), GL_RGBA8, w_, h_);
+      depth_reader_.attach(target.depth_copy_texture(), GL_R32F, w_, h_);
       generation_ = target.generation();
     }
     colour_.resize_discard(n);
     depth_.resize_discard(n);
     gl_colour_.resize_discard(n);
     gl_depth_.resize_discard(n);
+  }
+  //! The readers, for the frame's interop_mapping.
+  app::texture_reader& colour_reader() { return colour_reader_; }
+  app::texture_reader& depth_reader() { return depth_reader_; }
+  //! Copies colour and depth out of the prepared target's textures and turns them into canopy's
+  //! layout (top row first, view depth).
+  void capture(const app::camera& cam) {
     colour_reader_.read(gl_colour_.view());
     depth_reader_.read(gl_depth_.view());
-    canopy::for_each(*ctx_, n,
-                     capture_pixels{gl_colour_.data(), gl_depth_.data(), colour_.data(), depth_.data(), w, h,
+    canopy::for_each(*ctx_, std::size_t(w_) * std::size_t(h_),
+                     capture_pixels{gl_colour_.data(), gl_depth_.data(), colour_.data(), depth_.data(), w_, h_,
                                     cam.near_plane(), cam.far_plane(), metres_});
   }
   canopy::span<const std::uint32_t> colour() const { return colour_.view(); }
@@ -164,6 +176,7 @@ class capture_part {
   canopy::buffer<float> gl_depth_;
   app::texture_reader colour_reader_, depth_reader_;
   std::uint64_t generation_ = 0;  // of the target the readers are attached to (render_target counts from 1)
+  int w_ = 0, h_ = 0;
   float metres_;
 };
 
@@ -226,6 +239,11 @@ int main(int argc, char** argv) try {
   canopy::depth_of_field dof(ctx);
   canopy::buffer<std::uint32_t> blurred(ctx, 0), coc_view(ctx, 0);
   app::shared_image shown(ctx);
+  // One map and one unmap a frame for every texture CUDA touches after the raster (colour and depth
+  // read, the shown image written): each map or unmap waits on GL and costs frame time (three
+  // maps took 0.69 ms more of a 4K frame on an H200, apps/README.md).
+  app::interop_mapping maps;
+  maps.add(capture.colour_reader()).add(capture.depth_reader()).add(shown);
   app::image_renderer image;
   canopy::stage_timer timer(ctx);
   app::gpu_timer raster_timer;
@@ -265,9 +283,12 @@ int main(int argc, char** argv) try {
       raster.draw(view * model, projection);
     }
     raster_timer.end();
+    capture.prepare(target);
+    shown.resize(w, h);
     {
       auto stage = timer.scope("capture");
-      capture.capture(target, cam);
+      maps.map();
+      capture.capture(cam);
     }
     blurred.resize_discard(n);
     dof.apply(capture.colour(), capture.depth(), w, h, blurred.view(), s.dof, &timer);
@@ -281,8 +302,8 @@ int main(int argc, char** argv) try {
     }
     {
       auto stage = timer.scope("to GL");
-      shown.resize(w, h);
       shown.upload(shown_pixels);
+      maps.unmap();  // GL draws `shown` next
     }
     timer.end_frame();
 
