@@ -329,6 +329,8 @@ TEST(AppGl, InteropMappingRefusesBadUseByName) {
     expect_refused([&] { colour.attach(target.color_texture(), GL_RGBA8, 16, 8); }, "held by an interop_mapping");
     expect_refused([&] { shown.resize(32, 8); }, "held by an interop_mapping");
     expect_refused([&] { boxes.reserve(1000); }, "held by an interop_mapping");
+    boxes.reserve(10);     // within its capacity: nothing to re-register, allowed while held
+    shown.resize(16, 8);  // the same size: allowed while held
     boxes.map();
     expect_refused([&] { maps.unmap(); }, "not been ended by its unmap()");
     EXPECT_TRUE(maps.mapped());

@@ -77,9 +77,13 @@ void interop_buffer::release() {
 
 void interop_buffer::reserve(std::size_t bytes) {
   require(!mapped_, "canopy::app::interop_buffer::reserve", "this", "buffer is mapped");
-  require(slot_.holder == nullptr, "canopy::app::interop_buffer::reserve", "this", "is held by an interop_mapping");
+  if (bytes <= capacity_ && gl_) {
+    reserved_ = bytes;
+    return;
+  }
+  require(slot_.holder == nullptr, "canopy::app::interop_buffer::reserve", "this",
+          "is held by an interop_mapping (growing it re-registers it)");
   reserved_ = bytes;
-  if (bytes <= capacity_ && gl_) return;
   release();
   // Grow by half again, so that slowly rising counts do not re-register every frame.
   const std::size_t cap = std::max<std::size_t>(bytes + bytes / 2, 256);
@@ -150,8 +154,9 @@ void shared_image::release() {
 
 void shared_image::resize(int width, int height) {
   require(width > 0 && height > 0, "canopy::app::shared_image::resize", "width/height", "must be positive");
-  require(slot_.holder == nullptr, "canopy::app::shared_image::resize", "this", "is held by an interop_mapping");
   if (width == width_ && height == height_ && tex_) return;
+  require(slot_.holder == nullptr, "canopy::app::shared_image::resize", "this",
+          "is held by an interop_mapping (a new size re-registers it)");
   release();
   tex_ = make_texture_2d(GL_RGBA8, width, height);
   width_ = width;

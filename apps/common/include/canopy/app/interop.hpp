@@ -76,8 +76,8 @@ class interop_buffer {
   interop_buffer& operator=(const interop_buffer&) = delete;
 
   //! Makes the GL buffer hold at least `bytes`; reallocates (and re-registers) only when growing.
-  //! Contents are undefined after a reallocation. Must not be mapped, nor held by an
-  //! interop_mapping.
+  //! Contents are undefined after a reallocation. Must not be mapped; growing is refused while an
+  //! interop_mapping holds the buffer.
   void reserve(std::size_t bytes);
   //! Pointer to the whole buffer in the context's space. Stream-ordered on CUDA (under an
   //! interop_mapping that holds the buffer: its mapping, no map of its own). Host backend,
@@ -131,8 +131,8 @@ class shared_image {
   shared_image(const shared_image&) = delete;
   shared_image& operator=(const shared_image&) = delete;
 
-  //! Reallocates (and re-registers) when the size changed. Refused while an interop_mapping holds
-  //! it.
+  //! Reallocates (and re-registers) when the size changed; a new size is refused while an
+  //! interop_mapping holds the image.
   void resize(int width, int height);
   //! Copies width * height pixels (in the context's space) into the texture: on CUDA an
   //! array copy on the stream while mapped (its own map and unmap, or an interop_mapping's), on the
@@ -195,9 +195,10 @@ class texture_reader {
 //! together: one cudaGraphicsMapResources for all of them at map(), one
 //! cudaGraphicsUnmapResources at unmap(). Between the two the objects are held: a buffer's map()
 //! hands out the mapped pointer and its unmap() ends only the caller's use, a reader's read() and an
-//! image's upload() only copy, and reserve(), resize() and attach() are refused. GL must not use a
-//! held object. The objects are added once and mapped and unmapped every frame; what map() maps is
-//! each object's registration at that moment, so they may grow between frames.
+//! image's upload() only copy, and a reserve() that grows, a resize() to a new size and attach() are
+//! refused. GL must not use a held object. The objects can be added once and mapped and unmapped
+//! every frame; what map() maps is each object's registration at that moment, so they may grow
+//! between frames.
 //! Every object must share one context, be added once, and outlive the mapping (or a clear()).
 //! map() needs each one ready: a buffer reserved, an image resized, a reader attached.
 //! Host backend: nothing is mapped; the objects are held all the same (the same refusals), and
