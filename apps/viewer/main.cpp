@@ -129,20 +129,33 @@ int main(int argc, char** argv) try {
       auto stage = timer.scope("bvh");
       structure.update(scene, !rebuild_due, s.treelet, &timer);
     }
-    if (s.show_boxes && vp.raster_w > 0) {
+    // Everything kernels write for GL this frame is mapped by one interop_mapping, in one call
+    // (at the first stage that writes) and unmapped in one: each map or unmap waits on GL and
+    // costs frame time (apps/README.md). What it holds must be sized before it maps.
+    const bool boxes = s.show_boxes && vp.raster_w > 0;
+    const int d = s.raycast_divisor;
+    const int trace_w = std::max(vp.raycast_w / d, 1), trace_h = std::max(vp.height / d, 1);
+    raster.prepare(scene);
+    if (vp.raycast_w > 0) raycast.prepare(trace_w, trace_h);
+    app::interop_mapping maps;
+    raster.hold_in(maps);
+    if (boxes) structure.hold_in(maps);
+    if (vp.raycast_w > 0) raycast.hold_in(maps);
+    if (boxes) {
       auto stage = timer.scope("boxes");
+      maps.map();
       structure.emit_boxes(s.min_depth, s.max_depth);
     }
     if (vp.raycast_w > 0) {
       auto stage = timer.scope("raycast");
-      const int d = s.raycast_divisor;
-      raycast.trace(structure.builder().view(), scene,
-                    camera.rays(std::max(vp.raycast_w / d, 1), std::max(vp.height / d, 1)));
+      raycast.trace(structure.builder().view(), scene, camera.rays(trace_w, trace_h));
     }
     {
       auto stage = timer.scope("to GL");
-      raster.update(scene);
+      if (!maps.mapped()) maps.map();
+      raster.write(scene);
       if (vp.raycast_w > 0) raycast.upload();
+      maps.unmap();
     }
     timer.end_frame();
 

@@ -23,6 +23,11 @@ class raycast_part {
   //! current vertices). Stream-ordered; no allocation unless the size grew.
   void trace(const canopy::bvh_view& bvh, const canopy::app::animated_scene& scene,
              const canopy::app::camera_rays& rays);
+  //! Sizes the texture for a trace of width x height pixels: before an interop_mapping that holds
+  //! it maps it (a new size is refused while held). upload() sizes it otherwise.
+  void prepare(int width, int height) { image_.resize(width, height); }
+  //! Adds the texture to `maps`, so that upload() maps nothing of its own. After prepare().
+  void hold_in(canopy::app::interop_mapping& maps) { maps.add(image_); }
   //! Copies the last traced pixels into the texture. Stream-ordered.
   void upload();
   //! Draws the texture into the viewport (x, y, w, h) of the bound framebuffer.

@@ -24,6 +24,9 @@ class structure_part {
   //! Writes the boxes of nodes with depth in [min_depth, max_depth] into the GL buffers and the
   //! instance count into the indirect draw command, on the device; no count reaches the host.
   void emit_boxes(int min_depth, int max_depth);
+  //! Adds the box, depth and draw-command buffers to `maps` (after update(), which sizes them), so
+  //! that emit_boxes() maps nothing of its own.
+  void hold_in(canopy::app::interop_mapping& maps) { maps.add(boxes_).add(depths_).add(indirect_); }
   void draw(const glm::mat4& view_projection, float alpha);
 
   const canopy::bvh_builder& builder() const { return *builder_; }

@@ -16,8 +16,16 @@ class mesh_view {
   //! `depth_copy`: draw with mesh_renderer(true), for render targets with a depth copy.
   explicit mesh_view(context& ctx, bool depth_copy = false) : ctx_(&ctx), vertices_(ctx), renderer_(depth_copy) {}
   //! Copies the scene's current vertices into GL (stream-ordered) and, after a load(), its indices
-  //! (synchronises once then).
+  //! (synchronises once then): prepare() then write().
   void update(const animated_scene& scene);
+  //! The indices after a load(), and room for the vertices: before an interop_mapping that holds
+  //! the vertex buffer maps it (growing it is refused while held).
+  void prepare(const animated_scene& scene);
+  //! Copies the scene's current vertices into the vertex buffer (mapped by itself, or through an
+  //! interop_mapping that holds it). Stream-ordered.
+  void write(const animated_scene& scene);
+  //! Adds the vertex buffer to `maps`, so that write() maps nothing of its own.
+  void hold_in(interop_mapping& maps) { maps.add(vertices_); }
   void draw(const glm::mat4& view, const glm::mat4& projection);
 
  private:
