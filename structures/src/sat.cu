@@ -39,6 +39,14 @@ namespace {
 
 constexpr const char* kBuild = "canopy::build_sat";
 
+//! Whether the bytes of two spans overlap (empty spans overlap nothing).
+template <class A, class B>
+bool bytes_overlap(span<A> a, span<B> b) {
+  if (a.empty() || b.empty()) return false;
+  const auto a0 = reinterpret_cast<std::uintptr_t>(a.data()), b0 = reinterpret_cast<std::uintptr_t>(b.data());
+  return a0 < b0 + b.size_bytes() && b0 < a0 + a.size_bytes();
+}
+
 // Rows, then columns, with for_each; the host backend's algorithm (also correct on CUDA, slow).
 template <class In, class Table>
 void build_rows_then_columns_for_each(context& ctx, const In* image, Table* table, int width, int height,
@@ -478,6 +486,11 @@ void build_sat_kept(context& ctx, span<const In> image, int width, int height, i
   check_span(image, ctx.space(), kBuild, "image");
   check_span(table, ctx.space(), kBuild, "table");
   check_span(offset, ctx.space(), kBuild, "offset");
+  // The GPU kernels write table rows while other blocks still read the image (and read the image
+  // through the non-coherent path), so no build works in place.
+  require(!bytes_overlap(image, table), kBuild, "table", "overlaps image: the table needs memory of its own");
+  require(!bytes_overlap(image, offset), kBuild, "offset", "overlaps image: the offsets need memory of their own");
+  require(!bytes_overlap(table, offset), kBuild, "offset", "overlaps table: the offsets need memory of their own");
   if (n == 0) return;
 
   const Table* off = sat_has_offset_v<Table> ? offset.data() : nullptr;

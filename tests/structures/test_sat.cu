@@ -488,6 +488,40 @@ TEST_P(SatTest, BadArgumentsAreNamed) {
                                                        4, 3, 1, table.view(), {});
       },
       {"canopy::build_sat", "image", "null"});
+  // In place, or partly: refused (the GPU kernels write the table while other blocks still read
+  // the image). Same-typed images and tables over one buffer, shifted by 0 and by part of a row.
+  canopy::buffer<std::uint32_t> shared(ctx(), 16);
+  expect_error<canopy::invalid_argument>(
+      [&] {
+        canopy::build_sat<std::uint32_t, std::uint32_t>(ctx(), shared.view().first(12), 4, 3, 1, shared.view().first(12), {});
+      },
+      {"canopy::build_sat", "table", "overlaps image"});
+  expect_error<canopy::invalid_argument>(
+      [&] {
+        canopy::build_sat<std::uint32_t, std::uint32_t>(ctx(), shared.view().first(12), 4, 3, 1,
+                                                        shared.view().subspan(3, 12), {});
+      },
+      {"canopy::build_sat", "table", "overlaps image"});
+  canopy::buffer<float> fshared(ctx(), 15);
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::build_sat<float, float>(ctx(), fimage.view(), 4, 3, 1, fshared.view().first(12), fshared.view().subspan(11, 1)); },
+      {"canopy::build_sat", "offset", "overlaps table"});
+  expect_error<canopy::invalid_argument>(
+      [&] { canopy::build_sat<float, float>(ctx(), fshared.view().first(12), 4, 3, 1, ftable.view(), fshared.view().subspan(10, 1)); },
+      {"canopy::build_sat", "offset", "overlaps image"});
+  // Adjacent, not overlapping: built, and equal to the same build in separate memory.
+  canopy::buffer<std::uint32_t> both(ctx(), 24), apart(ctx(), 12);
+  std::vector<std::uint32_t> pixels(12);
+  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = std::uint32_t(i * 7 + 1);
+  canopy::copy(ctx(), canopy::host_span<const std::uint32_t>(pixels.data(), 12), both.view().first(12));
+  canopy::build_sat<std::uint32_t, std::uint32_t>(ctx(), both.view().first(12), 4, 3, 1, both.view().subspan(12, 12), {});
+  canopy::build_sat<std::uint32_t, std::uint32_t>(ctx(), both.view().first(12), 4, 3, 1, apart.view(), {});
+  std::vector<std::uint32_t> h_both(24), h_apart(12);
+  canopy::copy(ctx(), canopy::span<const std::uint32_t>(both.view()), canopy::host_span(h_both.data(), 24));
+  canopy::copy(ctx(), canopy::span<const std::uint32_t>(apart.view()), canopy::host_span(h_apart.data(), 12));
+  ctx().synchronize();
+  EXPECT_EQ(std::vector<std::uint32_t>(h_both.begin() + 12, h_both.end()), h_apart);
+  EXPECT_EQ(h_apart[11], 12u * 1 + 7u * (11u * 12u / 2)) << "the corner entry is the sum of every pixel";
   canopy::buffer<std::int32_t> radius(ctx(), 5);
   canopy::buffer<float> out(ctx(), 12);
   canopy::summed_area_table<std::uint32_t> sat(ctx());

@@ -196,7 +196,8 @@ struct sat_view {
 //! Builds the summed-area table of `image` (width x height x channels, layout above) into `table`
 //! (same number of elements), on the context's stream; returns without synchronising on CUDA.
 //! `offset` receives `channels` per-channel offsets for float tables and must be empty for
-//! integer tables. Both spans live in the context's memory space.
+//! integer tables. All three live in the context's memory space and must not overlap: no build
+//! works in place (refused with canopy::invalid_argument naming the span).
 //!
 //! Supported: In in {u8, u16, u32} with Table in {u32, u64}; In = f32 with Table in {f32, f64}.
 //! channels in 1..4; width, height >= 0 (0 builds nothing), width * height * channels < 2^31.
