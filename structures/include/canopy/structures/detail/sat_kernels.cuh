@@ -108,7 +108,7 @@ __device__ __forceinline__ void store_segment(T* p, int count, const T (&v)[N]) 
 //! against 66.5-66.6% with `__ldcs`, and the tile kernel at 8K 68.7-69.4% against 66.0-67.3%;
 //! `__ldcg` was faster at 8K but slower at 4K (64.4-64.9%), an L2 evict_first hint and other table
 //! stores did not beat it.
-__device__ __forceinline__ uint4 load_image_unit(const uint4* p) {
+__device__ __forceinline__ uint4 load_unit_skipping_l1(const uint4* p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
   uint4 v;
   asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
@@ -677,7 +677,7 @@ __device__ __forceinline__ void load_rows_coalesced(const In* image, int width, 
 #pragma unroll
     for (int i = 0; i < Units; ++i) {
       const int u = i * 32 + lane;
-      ld[r][i] = (y < height && u < valid_units) ? load_image_unit(src + u) : make_uint4(0, 0, 0, 0);
+      ld[r][i] = (y < height && u < valid_units) ? load_unit_skipping_l1(src + u) : make_uint4(0, 0, 0, 0);
     }
   }
   __syncwarp();  // the warp's earlier reads of scratch, by other lanes
