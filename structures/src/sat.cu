@@ -1,6 +1,7 @@
 // Summed-area tables: argument checks, dispatch to the host functors or the CUDA kernels, and the
 // explicit instantiations of every supported (image, table) pair.
 #include <canopy/core/buffer.hpp>
+#include <canopy/core/detail/overlap.hpp>
 #include <canopy/core/detail/resident_launch.cuh>
 #include <canopy/core/for_each.hpp>
 #include <canopy/structures/detail/sat_functors.cuh>
@@ -38,14 +39,6 @@ const char* to_string(sat_algorithm a) noexcept {
 namespace {
 
 constexpr const char* kBuild = "canopy::build_sat";
-
-//! Whether the bytes of two spans overlap (empty spans overlap nothing).
-template <class A, class B>
-bool bytes_overlap(span<A> a, span<B> b) {
-  if (a.empty() || b.empty()) return false;
-  const auto a0 = reinterpret_cast<std::uintptr_t>(a.data()), b0 = reinterpret_cast<std::uintptr_t>(b.data());
-  return a0 < b0 + b.size_bytes() && b0 < a0 + a.size_bytes();
-}
 
 // Rows, then columns, with for_each; the host backend's algorithm (also correct on CUDA, slow).
 template <class In, class Table>
@@ -488,9 +481,9 @@ void build_sat_kept(context& ctx, span<const In> image, int width, int height, i
   check_span(offset, ctx.space(), kBuild, "offset");
   // The GPU kernels write table rows while other blocks still read the image (and read the image
   // through the non-coherent path), so no build works in place.
-  require(!bytes_overlap(image, table), kBuild, "table", "overlaps image: the table needs memory of its own");
-  require(!bytes_overlap(image, offset), kBuild, "offset", "overlaps image: the offsets need memory of their own");
-  require(!bytes_overlap(table, offset), kBuild, "offset", "overlaps table: the offsets need memory of their own");
+  require(!detail::overlaps(image, table), kBuild, "table", "overlaps image: the table needs memory of its own");
+  require(!detail::overlaps(image, offset), kBuild, "offset", "overlaps image: the offsets need memory of their own");
+  require(!detail::overlaps(table, offset), kBuild, "offset", "overlaps table: the offsets need memory of their own");
   if (n == 0) return;
 
   const Table* off = sat_has_offset_v<Table> ? offset.data() : nullptr;
