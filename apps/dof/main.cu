@@ -241,7 +241,7 @@ int main(int argc, char** argv) try {
   app::shared_image shown(ctx);
   // One map and one unmap a frame for every texture CUDA touches after the raster (colour and depth
   // read, the shown image written): each map or unmap waits on GL and costs frame time (three
-  // maps took 0.69 ms more of a 4K frame on an H200, apps/README.md).
+  // map/unmap pairs made a 4K frame 0.65 ms longer on an H200, apps/README.md).
   app::interop_mapping maps;
   maps.add(capture.colour_reader()).add(capture.depth_reader()).add(shown);
   app::image_renderer image;
